@@ -1,0 +1,85 @@
+/* vmstore: an embeddable key-value storage engine (C API).
+ *
+ * Contract
+ * - Every call returns a status: VMS_OK (0), VMS_NOTFOUND (1) or a negative error.
+ *   vms_strerror() names a status; vms_last_error() gives the detail message of the
+ *   last failed call on the calling thread (for example which config key was unknown).
+ * - Bad input (NULL handles or pointers, oversized keys or values, unknown config keys)
+ *   returns an error and changes nothing that is stored.
+ * - Every call is safe from many threads on the same handles, except that an iterator
+ *   belongs to the one thread that uses it.
+ * - Keys order as unsigned bytes; a proper prefix orders first.
+ * - Limits: keys are 1 .. VMS_MAX_KEY_SIZE bytes (the empty key is not allowed),
+ *   values are 0 .. VMS_MAX_VALUE_SIZE bytes. Larger ones get VMS_ETOOBIG.
+ * - Durability: vms_sync() and vms_close() put all writes so far on stable storage.
+ *   A database that was written to after its last sync and then not closed (crash,
+ *   kill) refuses to open with VMS_ECORRUPT until the write-ahead log exists.
+ */
+#ifndef VMSTORE_H
+#define VMSTORE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vms_db vms_db;
+typedef struct vms_tree vms_tree;
+typedef struct vms_iter vms_iter;
+
+enum {
+  VMS_OK = 0,
+  VMS_NOTFOUND = 1,
+  VMS_EINVAL = -1,   /* bad argument, unknown config key, malformed value        */
+  VMS_EIO = -2,      /* the operating system reported an I/O error               */
+  VMS_ECORRUPT = -3, /* stored data is damaged (checksum, format) or unclean     */
+  VMS_ENOSPC = -4,   /* the storage reached max_size or the device is full       */
+  VMS_ETOOBIG = -5,  /* key or value larger than the documented maximum          */
+  VMS_ENOMEM = -6,   /* the buffer pool or the process ran out of memory         */
+  VMS_EBUSY = -7     /* the database is open elsewhere (this or another process) */
+};
+
+#define VMS_MAX_KEY_SIZE 1024
+#define VMS_MAX_VALUE_SIZE 4000
+
+const char* vms_strerror(int rc);
+/* Detail message of the last failed call on this thread ("" if none). */
+const char* vms_last_error(void);
+
+/* config: NULL or "key=value,key=value". Keys:
+ *   pool_size=SIZE   buffer pool memory budget, bytes with optional K/M/G/T suffix
+ *                    (default 1G, minimum 1M)
+ *   create=BOOL      create directory and database if missing (default true)
+ *   max_size=SIZE    largest the data file may grow (default 1T); reserves address
+ *                    space only
+ * Opening a database that is open elsewhere: VMS_EBUSY. */
+int vms_open(const char* dir, const char* config, vms_db** db);
+/* Writes everything, releases the directory lock, frees db and all its tree handles. */
+int vms_close(vms_db* db);
+/* All writes so far are on stable storage when this returns VMS_OK. */
+int vms_sync(vms_db* db);
+
+/* name "" is the default tree. With create=0 a missing tree gives VMS_NOTFOUND.
+ * The handle stays valid until vms_close (after vms_tree_drop, calls on it give
+ * VMS_NOTFOUND). Names are 0 .. 255 bytes. */
+int vms_tree_open(vms_db* db, const char* name, int create, vms_tree** tree);
+int vms_tree_drop(vms_db* db, const char* name);
+
+int vms_put(vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);
+/* Sets *vlen to the full value length and copies min(cap, *vlen) bytes into buf
+ * (buf may be NULL when cap is 0). */
+int vms_get(vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, size_t* vlen);
+int vms_delete(vms_tree* t, const void* key, size_t klen);
+
+/* Positions before the first key >= start (start NULL / slen 0: the first key). */
+int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it);
+/* VMS_OK with pointers valid until the next call on this iterator; VMS_NOTFOUND at end. */
+int vms_iter_next(vms_iter* it, const void** key, size_t* klen, const void** val, size_t* vlen);
+void vms_iter_close(vms_iter* it);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VMSTORE_H */

@@ -1,0 +1,130 @@
+// vmstore::Database, Tree and Iterator: the C++ API.
+//
+// A database is a directory holding one data file. Database::open() takes an exclusive
+// lock on the directory: a second open, from this or any other process, gets Busy until
+// the first is closed. A database holds named trees (ordered maps from byte-string keys
+// to byte-string values); the name "" is the default tree.
+//
+// Ownership and threads
+// - Database is owned by the caller (std::unique_ptr); destroying it closes it.
+// - Tree objects are owned by their Database and stay valid until it is closed. All
+//   Tree and Database calls are safe from many threads at once.
+// - Iterator is a value owned by its user; one iterator belongs to one thread. An
+//   iterator sees each key's latest value at the moment it steps onto it; it never
+//   returns a key twice or out of order. It must not outlive its Database.
+//
+// Errors: see status.hpp. Storage damage is Corruption, never a crash or a wrong answer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vmstore/limits.hpp"
+#include "vmstore/options.hpp"
+#include "vmstore/stats.hpp"
+#include "vmstore/status.hpp"
+
+namespace vmstore {
+
+namespace internal {
+class DatabaseImpl;
+class TreeImpl;
+}  // namespace internal
+
+class Iterator;
+
+class Tree {
+ public:
+  // Inserts or replaces. TooBig for key > kMaxKeySize or value > kMaxValueSize,
+  // InvalidArgument for an empty key; nothing is written then.
+  Status put(std::string_view key, std::string_view value);
+  // NotFound when absent.
+  Status get(std::string_view key, std::string* value) const;
+  // Copies min(buf.size(), value length) bytes and sets *vlen to the full length.
+  Status get(std::string_view key, std::span<std::byte> buf, size_t* vlen) const;
+  // NotFound when absent.
+  Status del(std::string_view key);
+  // An unpositioned iterator over this tree; call seek*() before reading it.
+  Iterator newIterator() const;
+  const std::string& name() const;
+
+  Tree(const Tree&) = delete;
+  Tree& operator=(const Tree&) = delete;
+
+ private:
+  friend class internal::DatabaseImpl;
+  friend class Iterator;
+  explicit Tree(internal::TreeImpl* impl) : impl_(impl) {}
+  internal::TreeImpl* impl_;
+};
+
+class Iterator {
+ public:
+  Iterator(Iterator&&) noexcept;
+  Iterator& operator=(Iterator&&) noexcept;
+  ~Iterator();
+
+  void seek(std::string_view key);         // first key >= key
+  void seekForPrev(std::string_view key);  // last key <= key
+  void seekToFirst();
+  void seekToLast();
+  void next();  // requires valid()
+  void prev();  // requires valid()
+
+  // True when positioned on an entry. False at either end or after an error; then
+  // status() tells which (OK at the end).
+  bool valid() const;
+  // Valid until the iterator moves.
+  std::string_view key() const;
+  std::string_view value() const;
+  Status status() const;
+
+ private:
+  friend class Tree;
+  struct State;
+  explicit Iterator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+class Database {
+ public:
+  static Status open(const std::string& dir, const Options& options,
+                     std::unique_ptr<Database>* db);
+  // config: the C API's "key=value,..." string (may be empty).
+  static Status open(const std::string& dir, std::string_view config,
+                     std::unique_ptr<Database>* db);
+
+  // Closes if not closed yet; errors are lost then, so call close() to see them.
+  ~Database();
+  // Writes every page, the free-space list and the superblock, syncs, and releases the
+  // directory lock. Tree handles become invalid. Calling it twice is harmless.
+  Status close();
+  // All writes so far are on stable storage when this returns OK.
+  Status sync();
+
+  // With create=false a missing tree is NotFound. The same name gives the same Tree.
+  Status openTree(std::string_view name, bool create, Tree** tree);
+  // Removes the tree and frees its pages. Its handle then answers NotFound.
+  Status dropTree(std::string_view name);
+  Status listTrees(std::vector<std::string>* names);
+
+  Stats stats() const;
+  // Walks every tree and the free-space list: page checksums, key order, fence keys,
+  // each page either used exactly once or free. OK when sound; Corruption with one
+  // line per problem in *problems otherwise.
+  Status check(std::vector<std::string>* problems);
+
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+ private:
+  explicit Database(std::unique_ptr<internal::DatabaseImpl> impl);
+  std::unique_ptr<internal::DatabaseImpl> impl_;
+};
+
+}  // namespace vmstore

@@ -1,0 +1,28 @@
+// vmstore::Stats: counters of a database, read with Database::stats().
+//
+// The event counters are kept per thread (no shared cache line on the hot path) and
+// summed when read, so a read is a consistent-enough snapshot, not an atomic one.
+#pragma once
+
+#include <cstdint>
+
+namespace vmstore {
+
+struct Stats {
+  // Events since open, summed over all threads.
+  uint64_t hits = 0;           // page accesses that found the page resident
+  uint64_t misses = 0;         // page accesses that read the page from storage
+  uint64_t evictions = 0;      // pages evicted from the pool
+  uint64_t pages_written = 0;  // pages written to storage (eviction, sync, close)
+  uint64_t restarts = 0;       // optimistic operations that failed validation and retried
+  uint64_t release_calls = 0;  // system calls that removed pages from the page table
+  // State now.
+  uint64_t pool_pages = 0;      // budget of the pool, in 4 KiB pages
+  uint64_t resident_pages = 0;  // pages in memory now (never above pool_pages)
+  uint64_t page_count = 0;      // pages allocated in the data file (used + free)
+  uint64_t free_pages = 0;      // pages free for reuse
+  uint64_t file_bytes = 0;      // size of the data file on storage
+  uint64_t trees = 0;           // named trees, including the default tree if created
+};
+
+}  // namespace vmstore

@@ -1,0 +1,8 @@
+// vmstore C++ API: include this one header.
+#pragma once
+
+#include "vmstore/database.hpp"
+#include "vmstore/limits.hpp"
+#include "vmstore/options.hpp"
+#include "vmstore/stats.hpp"
+#include "vmstore/status.hpp"
