@@ -1,0 +1,112 @@
+# vmstore: the developer interface. Everything builds under build/<flavor> with CMake+Ninja.
+#
+#   make build      install missing Debian packages, configure and build build/release
+#   make test       release tests, ASan+UBSan tests (build/asan), install check; summary
+#   make tsan       build build/tsan (ThreadSanitizer) and run the tests there
+#   make run        build, then run `build/release/vmstore demo`
+#   make install    cmake --install build/release --prefix $(PREFIX)   (PREFIX=/usr/local)
+#   make clean      remove build/
+#
+# Variables: PREFIX, CTEST_JOBS (default 2), CTEST_ARGS (extra ctest arguments, e.g.
+# CTEST_ARGS='-R BTree'), VMSTORE_SKIP_DEPS=1 (skip the apt-get step).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+BUILD_ROOT  := build
+PREFIX      ?= /usr/local
+CTEST_JOBS  ?= 2
+CTEST_ARGS  ?=
+TOP         := $(CURDIR)
+
+RELEASE_DIR := $(BUILD_ROOT)/release
+ASAN_DIR    := $(BUILD_ROOT)/asan
+TSAN_DIR    := $(BUILD_ROOT)/tsan
+
+RELEASE_CMAKE_ARGS := -DVMSTORE_SANITIZE=
+ASAN_CMAKE_ARGS    := -DVMSTORE_SANITIZE=address,undefined -DVMSTORE_BUILD_BENCH=OFF
+TSAN_CMAKE_ARGS    := -DVMSTORE_SANITIZE=thread -DVMSTORE_BUILD_BENCH=OFF
+
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            VMSTORE_TEST_SCALE=small
+TSAN_ENV := TSAN_OPTIONS="suppressions=$(TOP)/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+            VMSTORE_TEST_SCALE=small
+
+# $(call configure_and_build,DIR,CMAKE_ARGS): configure DIR only if it has no build.ninja
+# yet (after that Ninja re-runs CMake by itself when a CMakeLists.txt or a glob changes),
+# then build it.
+define configure_and_build
+	@if [[ ! -f $(1)/build.ninja ]]; then \
+	  echo "== configure $(1)"; \
+	  cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(2); \
+	fi
+	@echo "== build $(1)"
+	@cmake --build $(1)
+endef
+
+# $(call run_ctest,DIR,ENV): run the CTest suite of DIR (fresh scratch directory), keep
+# its output in DIR/ctest.log for the summary.
+define run_ctest
+	@echo "== test $(1)"
+	@rm -rf $(1)/test-tmp && mkdir -p $(1)/test-tmp
+	@cd $(1) && env $(2) ctest --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS) 2>&1 | tee ctest.log
+endef
+
+.PHONY: all deps build build-release build-asan build-tsan test test-release test-asan \
+        check-install tsan run install clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	$(call configure_and_build,$(RELEASE_DIR),$(RELEASE_CMAKE_ARGS))
+
+build-release: build
+
+build-asan: deps
+	$(call configure_and_build,$(ASAN_DIR),$(ASAN_CMAKE_ARGS))
+
+build-tsan: deps
+	$(call configure_and_build,$(TSAN_DIR),$(TSAN_CMAKE_ARGS))
+
+test-release: build
+	$(call run_ctest,$(RELEASE_DIR),)
+
+test-asan: build-asan
+	$(call run_ctest,$(ASAN_DIR),$(ASAN_ENV))
+
+check-install: build
+	@echo "== check install of $(RELEASE_DIR)"
+	@bash scripts/check-install.sh $(RELEASE_DIR)
+
+# Runs every stage even when an earlier one fails, then prints one line per stage and a
+# closing "N passed, N failed" line over both test suites; fails if any stage failed.
+test: deps
+	@rm -f $(RELEASE_DIR)/ctest.log $(ASAN_DIR)/ctest.log
+	@start=$$(date +%s); release=ok; asan=ok; install=ok; \
+	$(MAKE) --no-print-directory test-release VMSTORE_SKIP_DEPS=1 || release=FAILED; \
+	$(MAKE) --no-print-directory test-asan VMSTORE_SKIP_DEPS=1 || asan=FAILED; \
+	$(MAKE) --no-print-directory check-install VMSTORE_SKIP_DEPS=1 || install=FAILED; \
+	bash scripts/test-summary.sh $$(( $$(date +%s) - start )) \
+	  "release:$$release:$(RELEASE_DIR)/ctest.log" \
+	  "asan:$$asan:$(ASAN_DIR)/ctest.log" \
+	  "install-check:$$install:"
+
+tsan: build-tsan
+	$(call run_ctest,$(TSAN_DIR),$(TSAN_ENV))
+
+run: build
+	@if [[ ! -x $(RELEASE_DIR)/vmstore ]]; then \
+	  echo "make run: $(RELEASE_DIR)/vmstore was not built (no tools/*.cpp yet?)" >&2; exit 1; \
+	fi
+	$(RELEASE_DIR)/vmstore demo
+
+install: build
+	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
+
+clean:
+	rm -rf $(BUILD_ROOT)

@@ -1,0 +1,92 @@
+#include "vmstore/options.hpp"
+
+#include <string>
+
+namespace vmstore {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool parseBool(std::string_view v, bool* out) {
+  if (v == "true" || v == "1" || v == "yes" || v == "on") {
+    *out = true;
+    return true;
+  }
+  if (v == "false" || v == "0" || v == "no" || v == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool parseSize(std::string_view text, uint64_t* out) {
+  text = trim(text);
+  if (text.empty()) return false;
+  uint64_t shift = 0;
+  switch (text.back()) {
+    case 'K': case 'k': shift = 10; break;
+    case 'M': case 'm': shift = 20; break;
+    case 'G': case 'g': shift = 30; break;
+    case 'T': case 't': shift = 40; break;
+    default: break;
+  }
+  if (shift) text.remove_suffix(1);
+  if (text.empty()) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    if (v > (~0ull - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (shift && v > (~0ull >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
+Status Options::parse(std::string_view config, Options* out) {
+  Options o = *out;
+  while (!config.empty()) {
+    size_t comma = config.find(',');
+    std::string_view item = trim(config.substr(0, comma));
+    config = comma == std::string_view::npos ? std::string_view() : config.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("config item '" + std::string(item) + "' is not key=value");
+    }
+    std::string_view key = trim(item.substr(0, eq));
+    std::string_view value = trim(item.substr(eq + 1));
+    if (key == "pool_size" || key == "max_size") {
+      uint64_t size;
+      if (!parseSize(value, &size)) {
+        return Status::InvalidArgument("config " + std::string(key) + "='" + std::string(value) +
+                                       "' is not a size (bytes with optional K/M/G/T suffix)");
+      }
+      if (size < (1ull << 20)) {
+        return Status::InvalidArgument("config " + std::string(key) + " must be at least 1M");
+      }
+      if (size > (1ull << 46)) {
+        return Status::InvalidArgument("config " + std::string(key) + " must be at most 64T");
+      }
+      (key == "pool_size" ? o.pool_size : o.max_size) = size;
+    } else if (key == "create") {
+      if (!parseBool(value, &o.create)) {
+        return Status::InvalidArgument("config create='" + std::string(value) + "' is not true or false");
+      }
+    } else {
+      return Status::InvalidArgument("unknown config key '" + std::string(key) +
+                                     "' (known: pool_size, create, max_size)");
+    }
+  }
+  *out = o;
+  return Status::OK();
+}
+
+}  // namespace vmstore

@@ -1,0 +1,89 @@
+// BTree: a B+tree of byte-string keys and values over the buffer manager, with
+// optimistic lock coupling (paper 000 §4.2). Knows pages, guards and page ids; never
+// files or system calls.
+//
+// Contract
+// - The root page id never changes for the life of a tree (a root split moves the
+//   root's content into a new child; shrinking pulls the only child back up), so the
+//   catalog stores it once.
+// - Lookups and leaf reads are optimistic: they retry internally on Restart and never
+//   block writers. put/remove lock only the nodes they change; a split also locks the
+//   parent, a merge the parent and one sibling.
+// - Values whose key+value exceed BTreeNode::kMaxEntry are stored in a page of their own
+//   (kMaxValueSize bounds them); the leaf keeps a reference.
+// - Every method may throw StorageError (I/O, corruption, no space); a dropped tree
+//   throws StorageError(NotFound). Nothing else escapes.
+// - Keys and values must already be within the documented limits (the API checks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "btree/node.hpp"
+#include "buffer/guards.hpp"
+
+namespace vmstore::internal {
+
+// Entries copied out of one leaf for an iterator, in iteration order.
+struct LeafBatch {
+  std::vector<std::string> keys;
+  std::vector<std::string> values;
+  // Forward: the leaf's upper fence (continue after it). Backward: its lower fence
+  // (continue at or below it). Empty: this leaf was the last one in that direction.
+  std::string fence;
+};
+
+class BTree {
+ public:
+  BTree(BufferManager& bm, uint64_t rootPid) : bm_(bm), root_(rootPid) {}
+  // Allocates an empty tree and returns its root page id.
+  static uint64_t create(BufferManager& bm);
+  uint64_t rootPid() const { return root_; }
+
+  // Copies min(cap, length) value bytes into buf and sets *vlen. False when absent.
+  bool get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen);
+  bool getString(Bytes key, std::string* value);
+  void put(Bytes key, Bytes value);
+  bool remove(Bytes key);
+
+  // The entries >= from of the leaf that holds `from`, ascending.
+  void readForward(Bytes from, LeafBatch* out);
+  // The entries <= from of the leaf that holds `from`, descending.
+  void readBackward(Bytes from, LeafBatch* out);
+
+  // Marks the root dropped (later calls throw NotFound) and frees every other page.
+  void drop();
+  bool isDropped();
+
+  // Walks the tree (shared locks): appends problems found and the ids of all pages it
+  // uses (nodes and value pages) to the vectors.
+  void verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages);
+  // Number of keys (a full walk of the leaves).
+  uint64_t countKeys();
+
+ private:
+  struct ValueRef {
+    uint64_t pid;
+    uint32_t len;
+  } __attribute__((packed));
+
+  void descend(Bytes key, GuardO<BTreeNode>* parent, GuardO<BTreeNode>* node, uint64_t stopAt);
+  // Returns the id of a value page the new entry replaced (to free), or kNoPage.
+  uint64_t insertEntry(Bytes key, Bytes payload, bool outOfLine);
+  // Splits node (parent may be unheld only for the root). False if the parent had to be
+  // split first; either way the caller restarts its operation.
+  bool split(GuardX<BTreeNode>& node, GuardX<BTreeNode>& parent, Bytes key);
+  void ensureSpace(uint64_t pid, Bytes key, unsigned payloadLen);
+  void mergeUnderfull(Bytes key, uint64_t pid);
+  void shrinkRoot();
+  uint64_t writeValuePage(Bytes value);
+  void freeValuePage(uint64_t pid);
+  void copyValue(GuardO<BTreeNode>& leaf, unsigned pos, std::string* out);
+  [[noreturn]] void throwCorrupt(uint64_t pid, const std::string& what);
+
+  BufferManager& bm_;
+  uint64_t root_;
+};
+
+}  // namespace vmstore::internal

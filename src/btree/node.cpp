@@ -1,0 +1,331 @@
+#include "btree/node.hpp"
+
+#include <algorithm>
+
+#include "vmstore/limits.hpp"
+
+namespace vmstore::internal {
+
+namespace {
+
+// Room for any full key plus one byte (successor keys), used for keys copied out of nodes.
+constexpr unsigned kKeyBuf = kMaxKeySize * 2;
+
+unsigned commonPrefix(Bytes a, Bytes b) {
+  unsigned n = static_cast<unsigned>(std::min(a.size(), b.size()));
+  unsigned i = 0;
+  while (i < n && a[i] == b[i]) i++;
+  return i;
+}
+
+// A scratch node on the stack, carrying the page header of `like`.
+struct ScratchNode {
+  alignas(8) uint8_t bytes[kPageSize];
+  BTreeNode* node() { return reinterpret_cast<BTreeNode*>(bytes); }
+  explicit ScratchNode(const BTreeNode* like) { std::memcpy(bytes, like, sizeof(PageHeader)); }
+};
+
+}  // namespace
+
+uint32_t keyHead(const uint8_t* key, unsigned len) {
+  switch (len) {
+    case 0:
+      return 0;
+    case 1:
+      return static_cast<uint32_t>(key[0]) << 24;
+    case 2:
+      return (static_cast<uint32_t>(key[0]) << 24) | (static_cast<uint32_t>(key[1]) << 16);
+    case 3:
+      return (static_cast<uint32_t>(key[0]) << 24) | (static_cast<uint32_t>(key[1]) << 16) |
+             (static_cast<uint32_t>(key[2]) << 8);
+    default: {
+      uint32_t v;
+      std::memcpy(&v, key, 4);
+      return __builtin_bswap32(v);
+    }
+  }
+}
+
+int compareBytes(Bytes a, Bytes b) {
+  size_t n = std::min(a.size(), b.size());
+  int c = n ? std::memcmp(a.data(), b.data(), n) : 0;
+  if (c != 0) return c;
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
+
+void BTreeNode::init(bool leaf, Bytes lower, Bytes upperKey) {
+  page.kind = leaf ? PageKind::kBTreeLeaf : PageKind::kBTreeInner;
+  upper = 0;
+  count = 0;
+  spaceUsed = 0;
+  dataOffset = kPageSize;
+  prefixLen = 0;
+  flags = 0;
+  std::memset(pad, 0, sizeof(pad));
+  std::memset(hint, 0, sizeof(hint));
+  setFences(lower, upperKey);
+}
+
+void BTreeNode::setFences(Bytes lower, Bytes upperKey) {
+  dataOffset -= static_cast<uint16_t>(lower.size());
+  lowerFence = {dataOffset, static_cast<uint16_t>(lower.size())};
+  if (!lower.empty()) std::memcpy(ptr() + dataOffset, lower.data(), lower.size());
+  dataOffset -= static_cast<uint16_t>(upperKey.size());
+  upperFence = {dataOffset, static_cast<uint16_t>(upperKey.size())};
+  if (!upperKey.empty()) std::memcpy(ptr() + dataOffset, upperKey.data(), upperKey.size());
+  spaceUsed += static_cast<uint16_t>(lower.size() + upperKey.size());
+  // Every key in (lower, upper] shares the fences' common prefix.
+  prefixLen = (lower.empty() || upperKey.empty()) ? 0 : static_cast<uint16_t>(commonPrefix(lower, upperKey));
+}
+
+uint64_t BTreeNode::child(unsigned i) const {
+  uint64_t pid;
+  std::memcpy(&pid, payloadPtr(i), sizeof(pid));
+  return pid;
+}
+
+unsigned BTreeNode::copyKey(unsigned i, uint8_t* out, unsigned cap) const {
+  unsigned p = std::min<unsigned>(prefixLen, cap);
+  std::memcpy(out, ptr() + lowerFence.offset, p);
+  unsigned s = std::min<unsigned>(slot[i].keyLen, cap - p);
+  std::memcpy(out + p, keySuffix(i), s);
+  return p + s;
+}
+
+std::string BTreeNode::keyString(unsigned i) const {
+  uint8_t buf[kKeyBuf];
+  unsigned n = copyKey(i, buf, kKeyBuf);
+  return std::string(reinterpret_cast<char*>(buf), n);
+}
+
+void BTreeNode::searchHint(uint32_t h, unsigned* lo, unsigned* hi) const {
+  if (count <= kHintCount * 2) return;
+  unsigned dist = count / (kHintCount + 1);
+  unsigned pos = 0;
+  while (pos < kHintCount && hint[pos] < h) pos++;
+  unsigned pos2 = pos;
+  while (pos2 < kHintCount && hint[pos2] == h) pos2++;
+  *lo = pos * dist;
+  if (pos2 < kHintCount) *hi = (pos2 + 1) * dist;
+}
+
+unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
+  *found = false;
+  unsigned p = prefixLen;
+  size_t n = std::min<size_t>(key.size(), p);
+  int cmp = n ? std::memcmp(key.data(), ptr() + lowerFence.offset, n) : 0;
+  if (cmp < 0) return 0;
+  if (cmp > 0) return count;
+  if (key.size() < p) return 0;  // a proper prefix of the node prefix: below every key
+  Bytes rest = key.subspan(p);
+  uint32_t h = keyHead(rest.data(), static_cast<unsigned>(rest.size()));
+  unsigned lo = 0;
+  unsigned hi = count;
+  searchHint(h, &lo, &hi);
+  while (lo < hi) {
+    unsigned mid = lo + (hi - lo) / 2;
+    uint32_t mh = slot[mid].head;
+    if (h < mh) {
+      hi = mid;
+    } else if (h > mh) {
+      lo = mid + 1;
+    } else {
+      int c = compareBytes(rest, Bytes(keySuffix(mid), slot[mid].keyLen));
+      if (c < 0) {
+        hi = mid;
+      } else if (c > 0) {
+        lo = mid + 1;
+      } else {
+        *found = true;
+        return mid;
+      }
+    }
+  }
+  return lo;
+}
+
+uint64_t BTreeNode::lookupInner(Bytes key) const {
+  bool found;
+  unsigned pos = lowerBound(key, &found);
+  return pos >= count ? upper : child(pos);
+}
+
+bool BTreeNode::makeSpaceFor(unsigned keyLen, unsigned payloadLen) {
+  unsigned needed = spaceNeeded(keyLen, payloadLen);
+  if (needed <= freeSpace()) return true;
+  if (needed <= freeSpaceAfterCompaction()) {
+    compactify();
+    return true;
+  }
+  return false;
+}
+
+void BTreeNode::storeKeyValue(unsigned i, Bytes suffix, Bytes payload, uint16_t rawPayloadLen) {
+  unsigned space = static_cast<unsigned>(suffix.size() + payload.size());
+  dataOffset -= static_cast<uint16_t>(space);
+  spaceUsed += static_cast<uint16_t>(space);
+  slot[i].offset = dataOffset;
+  slot[i].keyLen = static_cast<uint16_t>(suffix.size());
+  slot[i].payloadLen = rawPayloadLen;
+  slot[i].head = keyHead(suffix.data(), static_cast<unsigned>(suffix.size()));
+  if (!suffix.empty()) std::memcpy(ptr() + dataOffset, suffix.data(), suffix.size());
+  if (!payload.empty()) std::memcpy(ptr() + dataOffset + suffix.size(), payload.data(), payload.size());
+}
+
+void BTreeNode::insert(Bytes key, Bytes payload, bool outOfLineValue) {
+  bool found;
+  unsigned pos = lowerBound(key, &found);
+  std::memmove(&slot[pos + 1], &slot[pos], (count - pos) * kSlotSize);
+  uint16_t raw = static_cast<uint16_t>(payload.size()) | (outOfLineValue ? kOutOfLine : 0);
+  storeKeyValue(pos, key.subspan(prefixLen), payload, raw);
+  count++;
+  makeHints();
+}
+
+void BTreeNode::append(Bytes key, Bytes payload, uint16_t rawPayloadLen) {
+  storeKeyValue(count, key.subspan(prefixLen), payload, rawPayloadLen);
+  count++;
+}
+
+void BTreeNode::removeSlot(unsigned i) {
+  spaceUsed -= static_cast<uint16_t>(slot[i].keyLen + payloadLen(i));
+  std::memmove(&slot[i], &slot[i + 1], (count - i - 1) * kSlotSize);
+  count--;
+  makeHints();
+}
+
+void BTreeNode::setChild(unsigned i, uint64_t pid) {
+  std::memcpy(ptr() + slot[i].offset + slot[i].keyLen, &pid, sizeof(pid));
+}
+
+void BTreeNode::makeHints() {
+  unsigned dist = count / (kHintCount + 1);
+  for (unsigned i = 0; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;
+}
+
+void BTreeNode::compactify() {
+  ScratchNode scratch(this);
+  BTreeNode* tmp = scratch.node();
+  tmp->init(isLeaf(), lowerFenceKey(), upperFenceKey());
+  for (unsigned i = 0; i < count; i++) {
+    tmp->storeKeyValue(i, Bytes(keySuffix(i), slot[i].keyLen), Bytes(payloadPtr(i), payloadLen(i)),
+                       slot[i].payloadLen);
+  }
+  tmp->count = count;
+  tmp->upper = upper;
+  tmp->flags = flags;
+  tmp->makeHints();
+  std::memcpy(ptr() + sizeof(PageHeader), scratch.bytes + sizeof(PageHeader), kPageSize - sizeof(PageHeader));
+}
+
+void BTreeNode::copyContentTo(BTreeNode* dst) const {
+  std::memcpy(dst->ptr() + sizeof(PageHeader), ptr() + sizeof(PageHeader), kPageSize - sizeof(PageHeader));
+  dst->page.kind = page.kind;
+  dst->flags = 0;
+}
+
+void BTreeNode::split(BTreeNode* left, uint64_t leftPid, BTreeNode* parent, unsigned leftCount,
+                      Bytes sep) {
+  uint8_t key[kKeyBuf];
+  left->init(isLeaf(), lowerFenceKey(), sep);
+  ScratchNode scratch(this);
+  BTreeNode* right = scratch.node();
+  right->init(isLeaf(), sep, upperFenceKey());
+  parent->insert(sep, Bytes(reinterpret_cast<const uint8_t*>(&leftPid), sizeof(leftPid)));
+  auto move = [&](BTreeNode* dst, unsigned i) {
+    unsigned n = copyKey(i, key, kKeyBuf);
+    dst->append(Bytes(key, n), Bytes(payloadPtr(i), payloadLen(i)), slot[i].payloadLen);
+  };
+  if (isLeaf()) {
+    for (unsigned i = 0; i < leftCount; i++) move(left, i);
+    for (unsigned i = leftCount; i < count; i++) move(right, i);
+  } else {
+    for (unsigned i = 0; i < leftCount; i++) move(left, i);
+    left->upper = child(leftCount);  // the separator itself went up to the parent
+    for (unsigned i = leftCount + 1; i < count; i++) move(right, i);
+    right->upper = upper;
+  }
+  left->makeHints();
+  right->makeHints();
+  std::memcpy(ptr() + sizeof(PageHeader), scratch.bytes + sizeof(PageHeader), kPageSize - sizeof(PageHeader));
+}
+
+bool BTreeNode::mergeInto(unsigned slotInParent, BTreeNode* parent, BTreeNode* right) {
+  uint8_t key[kKeyBuf];
+  ScratchNode scratch(right);
+  BTreeNode* tmp = scratch.node();
+  tmp->init(isLeaf(), lowerFenceKey(), right->upperFenceKey());
+  auto add = [&](Bytes k, Bytes payload, uint16_t raw) {
+    if (k.size() < tmp->prefixLen || tmp->spaceNeeded(static_cast<unsigned>(k.size()), static_cast<unsigned>(payload.size())) > tmp->freeSpace()) {
+      return false;
+    }
+    tmp->append(k, payload, raw);
+    return true;
+  };
+  auto addAll = [&](const BTreeNode* src) {
+    for (unsigned i = 0; i < src->count; i++) {
+      unsigned n = src->copyKey(i, key, kKeyBuf);
+      if (!add(Bytes(key, n), Bytes(src->payloadPtr(i), src->payloadLen(i)), src->slot[i].payloadLen)) return false;
+    }
+    return true;
+  };
+  if (!addAll(this)) return false;
+  if (isInner()) {
+    unsigned n = parent->copyKey(slotInParent, key, kKeyBuf);
+    uint64_t leftUpper = upper;
+    if (!add(Bytes(key, n), Bytes(reinterpret_cast<const uint8_t*>(&leftUpper), sizeof(leftUpper)), sizeof(leftUpper))) return false;
+  }
+  if (!addAll(right)) return false;
+  tmp->upper = right->upper;
+  tmp->makeHints();
+  parent->removeSlot(slotInParent);
+  std::memcpy(right->ptr() + sizeof(PageHeader), scratch.bytes + sizeof(PageHeader), kPageSize - sizeof(PageHeader));
+  return true;
+}
+
+unsigned BTreeNode::leafSeparator(unsigned leftCount, uint8_t* out) const {
+  uint8_t a[kKeyBuf];
+  unsigned alen = copyKey(leftCount - 1, a, kKeyBuf);
+  unsigned blen = copyKey(leftCount, out, kKeyBuf);
+  unsigned common = commonPrefix(Bytes(a, alen), Bytes(out, blen));
+  // The shortest prefix of the right key that is still above the left key, provided it
+  // is strictly below the right key (so the right key stays right of it).
+  if (alen > common && blen > common + 1) return common + 1;
+  std::memcpy(out, a, alen);
+  return alen;
+}
+
+std::string BTreeNode::verify() const {
+  if (!isLeaf() && !isInner()) return "not a B+tree node";
+  if (kHeaderSize + count * kSlotSize > dataOffset || dataOffset > kPageSize) {
+    return "slot array overlaps the heap (count " + std::to_string(count) + ")";
+  }
+  auto inHeap = [&](unsigned off, unsigned len) { return off >= dataOffset && off + len <= kPageSize; };
+  if (!inHeap(lowerFence.offset, lowerFence.len) || !inHeap(upperFence.offset, upperFence.len)) {
+    return "fence key outside the page";
+  }
+  Bytes lower = lowerFenceKey();
+  Bytes upperKey = upperFenceKey();
+  unsigned expectPrefix = (lower.empty() || upperKey.empty()) ? 0 : commonPrefix(lower, upperKey);
+  if (prefixLen != expectPrefix) return "prefix length does not match the fences";
+  if (!lower.empty() && !upperKey.empty() && compareBytes(lower, upperKey) >= 0) {
+    return "lower fence is not below the upper fence";
+  }
+  std::string prev;
+  for (unsigned i = 0; i < count; i++) {
+    if (!inHeap(slot[i].offset, slot[i].keyLen + payloadLen(i))) {
+      return "entry " + std::to_string(i) + " lies outside the page";
+    }
+    if (isInner() && payloadLen(i) != sizeof(uint64_t)) return "inner entry without a child";
+    std::string k = keyString(i);
+    Bytes kb = asBytes(k);
+    if (slot[i].head != keyHead(keySuffix(i), slot[i].keyLen)) return "key head does not match key";
+    if (i > 0 && compareBytes(asBytes(prev), kb) >= 0) return "keys out of order at entry " + std::to_string(i);
+    if (!lower.empty() && compareBytes(kb, lower) <= 0) return "key at entry " + std::to_string(i) + " not above the lower fence";
+    if (!upperKey.empty() && compareBytes(kb, upperKey) > 0) return "key at entry " + std::to_string(i) + " above the upper fence";
+    prev = std::move(k);
+  }
+  return {};
+}
+
+}  // namespace vmstore::internal

@@ -1,0 +1,159 @@
+// BTreeNode: a B+tree node laid over one 4 KiB page (slotted page, as in the vmcache and
+// LeanStore B-trees).
+//
+// Layout: header, then the slot array growing up and the heap (keys, payloads, fence
+// keys) growing down from the page end. Each node covers the key range
+// (lowerFence, upperFence]; an empty lower fence is -infinity, an empty upper fence
+// +infinity (the empty key is not a valid user key). The bytes both fences share are the
+// node's prefix: keys are stored without it (prefix truncation). Each slot keeps the
+// first 4 bytes of its stored key as a big-endian "head" so most comparisons touch no
+// heap, and 16 hints narrow the binary search.
+//
+// Inner nodes: slot i holds separator s_i and child c_i (keys k <= s_i, k > s_{i-1});
+// `upper` is the child for keys above the last separator. Leaves: slot i holds key and
+// payload; bit 15 of payloadLen marks a payload that is an out-of-line value reference.
+//
+// Reads of a node may race with writers (optimistic lock coupling): every read here is
+// bounded to the page plus the VM guard area and never writes outside caller buffers,
+// so a torn read only yields garbage that the caller's validation then discards.
+// Mutating methods require the exclusive lock.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "buffer/page.hpp"
+
+namespace vmstore::internal {
+
+using Bytes = std::span<const uint8_t>;
+
+inline Bytes asBytes(std::string_view s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+struct BTreeNode {
+  struct Slot {
+    uint16_t offset;
+    uint16_t keyLen;
+    uint16_t payloadLen;  // bit 15: out-of-line value
+    uint32_t head;
+  } __attribute__((packed));
+  struct Fence {
+    uint16_t offset;
+    uint16_t len;
+  };
+
+  static constexpr unsigned kHintCount = 16;
+  static constexpr uint16_t kOutOfLine = 0x8000;
+  static constexpr uint8_t kDropped = 1;  // flags: the tree of this root was dropped
+
+  PageHeader page;
+  uint64_t upper;  // inner only
+  Fence lowerFence;
+  Fence upperFence;
+  uint16_t count;
+  uint16_t spaceUsed;   // heap bytes in use (entries and fences)
+  uint16_t dataOffset;  // start of the heap
+  uint16_t prefixLen;
+  uint8_t flags;
+  uint8_t pad[7];
+  uint32_t hint[kHintCount];
+  union {
+    Slot slot[1];  // count slots
+    uint8_t heap[1];
+  };
+
+  static constexpr unsigned kHeaderSize = 128;
+  static constexpr unsigned kSlotSize = sizeof(Slot);
+  // Largest key+payload stored in one slot. With two fences of up to kMaxKeySize, a node
+  // always has room for one such entry, which is what makes every split terminate.
+  static constexpr unsigned kMaxEntry = 1536;
+  // A node with at least this much free space after compaction is merged when possible.
+  static constexpr unsigned kUnderfullFree = (kPageSize * 3) / 4;
+
+  bool isLeaf() const { return page.kind == PageKind::kBTreeLeaf; }
+  bool isInner() const { return page.kind == PageKind::kBTreeInner; }
+  bool dropped() const { return (flags & kDropped) != 0; }
+  uint8_t* ptr() { return reinterpret_cast<uint8_t*>(this); }
+  const uint8_t* ptr() const { return reinterpret_cast<const uint8_t*>(this); }
+
+  // --- construction (exclusive) ---
+  void init(bool leaf, Bytes lower, Bytes upperKey);
+
+  // --- reading (optimistic or locked) ---
+  Bytes prefix() const { return {ptr() + lowerFence.offset, prefixLen}; }
+  Bytes lowerFenceKey() const { return {ptr() + lowerFence.offset, lowerFence.len}; }
+  Bytes upperFenceKey() const { return {ptr() + upperFence.offset, upperFence.len}; }
+  const uint8_t* keySuffix(unsigned i) const { return ptr() + slot[i].offset; }
+  unsigned keyLen(unsigned i) const { return prefixLen + slot[i].keyLen; }  // full length
+  const uint8_t* payloadPtr(unsigned i) const { return ptr() + slot[i].offset + slot[i].keyLen; }
+  unsigned payloadLen(unsigned i) const { return slot[i].payloadLen & ~kOutOfLine; }
+  bool outOfLine(unsigned i) const { return (slot[i].payloadLen & kOutOfLine) != 0; }
+  uint64_t child(unsigned i) const;
+  // The full key of slot i into out (capacity cap); returns its length, truncated to cap.
+  unsigned copyKey(unsigned i, uint8_t* out, unsigned cap) const;
+  std::string keyString(unsigned i) const;
+
+  // First slot whose key >= key (count if none); *found when equal.
+  unsigned lowerBound(Bytes key, bool* found) const;
+  // The child to descend to for key.
+  uint64_t lookupInner(Bytes key) const;
+
+  // --- space ---
+  unsigned freeSpace() const { return dataOffset - (kHeaderSize + count * kSlotSize); }
+  unsigned freeSpaceAfterCompaction() const {
+    return kPageSize - (kHeaderSize + count * kSlotSize) - spaceUsed;
+  }
+  unsigned spaceNeeded(unsigned keyLen, unsigned payloadLen) const {
+    return kSlotSize + (keyLen - prefixLen) + payloadLen;
+  }
+  // True if an entry fits, compacting the heap first if that is what it takes.
+  bool makeSpaceFor(unsigned keyLen, unsigned payloadLen);
+
+  // --- modification (exclusive) ---
+  // Inserts key (full key, within the fences) with payload at its sorted position.
+  // The caller made sure it fits (makeSpaceFor). flagsOutOfLine sets the value flag.
+  void insert(Bytes key, Bytes payload, bool outOfLineValue = false);
+  void removeSlot(unsigned i);
+  // Appends an entry after all others (the caller keeps keys ascending).
+  void append(Bytes key, Bytes payload, uint16_t rawPayloadLen);
+  void setChild(unsigned i, uint64_t pid);
+  void compactify();
+  void makeHints();
+  // Copies this node's fences, entries and upper into dst (a freshly initialized node
+  // with the same fences), used to move a root's content into a new page.
+  void copyContentTo(BTreeNode* dst) const;
+
+  // Splits this node: entries [0, leftCount) move to `left` (freshly allocated page);
+  // for inner nodes the entry at leftCount moves up (its child becomes left's upper).
+  // sep is the separator placed into parent with left's pid; this node keeps the rest.
+  void split(BTreeNode* left, uint64_t leftPid, BTreeNode* parent, unsigned leftCount, Bytes sep);
+  // Merges this node (the left one, child at parent slot `slotInParent`) into `right`,
+  // removing the parent's separator. False (nothing changed) if it does not fit.
+  bool mergeInto(unsigned slotInParent, BTreeNode* parent, BTreeNode* right);
+
+  // Separator for a leaf split with leftCount entries on the left: a truncated key when
+  // possible. Writes it to out (capacity >= kMaxKeySize + 1), returns its length.
+  unsigned leafSeparator(unsigned leftCount, uint8_t* out) const;
+
+  // Structural check for `vmstore check` (exclusive or shared lock held): key order,
+  // keys within fences, heap bounds. Empty string when sound, else what is wrong.
+  std::string verify() const;
+
+ private:
+  void storeKeyValue(unsigned i, Bytes keySuffix, Bytes payload, uint16_t rawPayloadLen);
+  void setFences(Bytes lower, Bytes upperKey);
+  void searchHint(uint32_t keyHead, unsigned* lo, unsigned* hi) const;
+  void updateHint(unsigned changedSlot);
+};
+
+static_assert(offsetof(BTreeNode, slot) == BTreeNode::kHeaderSize);
+
+uint32_t keyHead(const uint8_t* key, unsigned len);
+int compareBytes(Bytes a, Bytes b);  // unsigned bytes, proper prefix first
+
+}  // namespace vmstore::internal

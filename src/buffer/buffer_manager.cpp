@@ -1,0 +1,383 @@
+#include "buffer/buffer_manager.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <thread>
+
+namespace vmstore::internal {
+
+namespace {
+
+// A racy optimistic read may run up to a maximum-size key past a page's end.
+constexpr size_t kGuardBytes = 1 << 20;
+constexpr uint64_t kStateChunk = 1 << 16;  // states are initialized this many at a time
+
+uint64_t stateAreaPages(uint64_t maxPages) {
+  return (maxPages * sizeof(PageState) + kPageSize - 1) / kPageSize;
+}
+
+}  // namespace
+
+BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages,
+                             uint64_t pageCount)
+    : file_(file),
+      poolPages_(poolPages),
+      maxPages_(maxPages),
+      pages_(maxPages, kGuardBytes),
+      stateArea_(stateAreaPages(maxPages), 0),
+      states_(reinterpret_cast<PageState*>(stateArea_.base())),
+      pageCount_(pageCount),
+      resident_(poolPages) {
+  if (pageCount > 0) initStatesUpTo(pageCount - 1);
+}
+
+BufferManager::~BufferManager() = default;
+
+void BufferManager::throwNoSuchPage(uint64_t pid) const {
+  throw StorageError(Status::Corruption("reference to page " + std::to_string(pid) +
+                                        ", which does not exist (file has " +
+                                        std::to_string(pageCount()) + " pages)"));
+}
+
+void BufferManager::initStatesUpTo(uint64_t pid) {
+  if (pid < statesReady_.load(std::memory_order_acquire)) return;
+  std::lock_guard g(growMutex_);
+  uint64_t ready = statesReady_.load(std::memory_order_relaxed);
+  uint64_t target = std::min(maxPages_, (pid / kStateChunk + 1) * kStateChunk);
+  for (uint64_t p = ready; p < target; p++) states_[p].initEvicted();
+  statesReady_.store(std::max(ready, target), std::memory_order_release);
+}
+
+Page* BufferManager::fixX(uint64_t pid) {
+  checkExists(pid);
+  PageState& ps = state(pid);
+  for (;;) {
+    uint64_t w = ps.load();
+    switch (PageState::stateOf(w)) {
+      case PageState::kEvicted:
+        if (ps.tryLockX(w)) {
+          readInLocked(pid);
+          return pageAt(pid);
+        }
+        break;
+      case PageState::kUnlocked:
+      case PageState::kMarked:
+        if (ps.tryLockX(w)) {
+          counters_.add(Counter::kHits);
+          return pageAt(pid);
+        }
+        break;
+      default:
+        ps.waitChange(w);
+    }
+  }
+}
+
+Page* BufferManager::fixS(uint64_t pid) {
+  checkExists(pid);
+  PageState& ps = state(pid);
+  for (;;) {
+    uint64_t w = ps.load();
+    uint64_t s = PageState::stateOf(w);
+    if (s == PageState::kEvicted) {
+      if (ps.tryLockX(w)) {
+        readInLocked(pid);
+        ps.unlockX();
+      }
+    } else if (s == PageState::kLocked || s == PageState::kMaxShared) {
+      ps.waitChange(w);
+    } else if (ps.tryLockS(w)) {
+      counters_.add(Counter::kHits);
+      return pageAt(pid);
+    }
+  }
+}
+
+uint64_t BufferManager::optimisticBegin(uint64_t pid) {
+  PageState& ps = state(pid);
+  for (;;) {
+    uint64_t w = ps.load();
+    uint64_t s = PageState::stateOf(w);
+    if (s <= PageState::kMaxShared) {
+      counters_.add(Counter::kHits);
+      return w;
+    }
+    if (s == PageState::kMarked) {
+      ps.tryUnmark(w);
+    } else if (s == PageState::kEvicted) {
+      if (ps.tryLockX(w)) {
+        readInLocked(pid);
+        ps.unlockX();
+      }
+    } else {
+      ps.waitChange(w);
+    }
+  }
+}
+
+void BufferManager::readInLocked(uint64_t pid) {
+  try {
+    reserveFrame();
+  } catch (...) {
+    state(pid).unlockXEvicted();
+    throw;
+  }
+  Page* p = pageAt(pid);
+  Status st = file_->readPage(pid, p);
+  if (st.ok() && !pageIsIntact(p, pid)) {
+    st = Status::Corruption("page " + std::to_string(pid) + " of " + file_->path() +
+                            " is damaged (checksum or page id mismatch)");
+  }
+  if (!st.ok()) {
+    releaseFrame(pid);
+    state(pid).unlockXEvicted();
+    throw StorageError(st);
+  }
+  resident_.insert(pid);
+  counters_.add(Counter::kMisses);
+}
+
+void BufferManager::releaseFrame(uint64_t pid) {
+  try {
+    pages_.release(std::span<const uint64_t>(&pid, 1));
+  } catch (const std::system_error&) {
+    // The frame stays committed; memory accounting below still frees the budget slot
+    // because the page is no longer resident from the pool's point of view.
+  }
+  physUsed_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void BufferManager::reserveFrame() {
+  uint64_t headroom = std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
+  for (uint64_t attempt = 0;; attempt++) {
+    uint64_t used = physUsed_.load(std::memory_order_relaxed);
+    if (used + headroom >= poolPages_) {
+      // Nearly full: evict ahead of need, unless another thread already is.
+      std::unique_lock g(evictMutex_, std::try_to_lock);
+      if (g.owns_lock()) evictBatch();
+      used = physUsed_.load(std::memory_order_relaxed);
+    }
+    if (used < poolPages_) {
+      if (physUsed_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed)) return;
+      continue;
+    }
+    {
+      std::lock_guard g(evictMutex_);
+      if (physUsed_.load(std::memory_order_relaxed) >= poolPages_) evictBatch();
+    }
+    if (attempt > 100000) {
+      throw StorageError(Status::NoMemory(
+          "buffer pool of " + std::to_string(poolPages_) +
+          " pages is full and no page can be evicted (all are in use)"));
+    }
+    if (attempt > 16) std::this_thread::yield();
+  }
+}
+
+void BufferManager::evictBatch() {
+  std::vector<uint64_t> clean;
+  std::vector<uint64_t> dirty;
+  // (1) clock: mark unlocked pages, collect marked ones; shared-lock the dirty ones.
+  uint64_t scanned = 0;
+  const uint64_t step = 256;
+  while (clean.size() + dirty.size() < kEvictBatch && scanned < resident_.capacity()) {
+    resident_.advanceClock(step, [&](uint64_t pid) {
+      if (clean.size() + dirty.size() >= kEvictBatch) return;
+      PageState& ps = state(pid);
+      uint64_t w = ps.load();
+      uint64_t s = PageState::stateOf(w);
+      if (s == PageState::kMarked) {
+        if (isDirty(pageAt(pid))) {
+          if (ps.tryLockS(w)) dirty.push_back(pid);
+        } else {
+          clean.push_back(pid);
+        }
+      } else if (s == PageState::kUnlocked) {
+        ps.tryMark(w);
+      }
+    });
+    scanned += step;
+  }
+  // (2) write the dirty ones, as one batch.
+  Status st = writePages(dirty);
+  if (!st.ok()) {
+    for (uint64_t pid : dirty) state(pid).unlockS();
+    throw StorageError(st);
+  }
+  // (3) lock all exclusively; skip any page somebody touched meanwhile.
+  std::vector<uint64_t> locked;
+  locked.reserve(clean.size() + dirty.size());
+  for (uint64_t pid : clean) {
+    PageState& ps = state(pid);
+    uint64_t w = ps.load();
+    if (PageState::stateOf(w) == PageState::kMarked && ps.tryLockX(w)) {
+      if (isDirty(pageAt(pid))) {
+        ps.unlockX();
+      } else {
+        locked.push_back(pid);
+      }
+    }
+  }
+  for (uint64_t pid : dirty) {
+    if (state(pid).tryUpgradeSToX()) {
+      locked.push_back(pid);
+    } else {
+      state(pid).unlockS();
+    }
+  }
+  if (locked.empty()) return;
+  // (4) one batched page-table change for all of them.
+  size_t calls;
+  try {
+    calls = pages_.release(locked);
+  } catch (const std::system_error& e) {
+    for (uint64_t pid : locked) state(pid).unlockX();
+    throw StorageError(Status::IOError(std::string("cannot release pages: ") + e.what()));
+  }
+  // (5) forget them and unlock them as evicted (new version: optimistic readers restart).
+  for (uint64_t pid : locked) {
+    resident_.remove(pid);
+    state(pid).unlockXEvicted();
+  }
+  physUsed_.fetch_sub(locked.size(), std::memory_order_relaxed);
+  counters_.add(Counter::kEvictions, locked.size());
+  counters_.add(Counter::kReleaseCalls, calls);
+}
+
+Status BufferManager::runWriteHook() {
+  if (!writeHookPending_.load(std::memory_order_acquire)) return Status::OK();
+  if (writeHook_) {
+    Status st = writeHook_();
+    if (!st.ok()) return st;
+  }
+  writeHookPending_.store(false, std::memory_order_release);
+  return Status::OK();
+}
+
+Status BufferManager::writePages(std::span<const uint64_t> pids) {
+  if (pids.empty()) return Status::OK();
+  Status st = runWriteHook();
+  if (!st.ok()) return st;
+  std::vector<uint64_t> sorted(pids.begin(), pids.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (uint64_t pid : sorted) {
+    Page* p = pageAt(pid);
+    sealPage(p, pid);
+    st = file_->writePage(pid, p);
+    if (!st.ok()) {
+      markDirty(p);
+      return st;
+    }
+    counters_.add(Counter::kPagesWritten);
+  }
+  return Status::OK();
+}
+
+Status BufferManager::writeLocked(uint64_t pid) {
+  if (!isDirty(pageAt(pid))) return Status::OK();
+  std::lock_guard g(evictMutex_);
+  return writePages(std::span<const uint64_t>(&pid, 1));
+}
+
+Status BufferManager::flushAll() {
+  std::vector<uint64_t> todo;
+  resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });
+  while (!todo.empty()) {
+    std::vector<uint64_t> retry;
+    for (size_t i = 0; i < todo.size(); i += kEvictBatch) {
+      std::vector<uint64_t> batch;
+      std::lock_guard g(evictMutex_);
+      for (size_t j = i; j < std::min(todo.size(), i + kEvictBatch); j++) {
+        uint64_t pid = todo[j];
+        PageState& ps = state(pid);
+        uint64_t w = ps.load();
+        uint64_t s = PageState::stateOf(w);
+        if (s == PageState::kEvicted) continue;  // evicted meanwhile: written then
+        if (!ps.tryLockS(w)) {
+          retry.push_back(pid);  // never wait for a page lock while holding evictMutex_
+          continue;
+        }
+        if (isDirty(pageAt(pid))) {
+          batch.push_back(pid);
+        } else {
+          ps.unlockS();
+        }
+      }
+      Status st = writePages(batch);
+      for (uint64_t pid : batch) state(pid).unlockS();
+      if (!st.ok()) return st;
+    }
+    if (!retry.empty()) std::this_thread::yield();
+    todo.swap(retry);
+  }
+  return Status::OK();
+}
+
+Page* BufferManager::allocPage(PageKind kind) {
+  uint64_t pid;
+  if (!freeSpace_.pop(&pid)) {
+    uint64_t count = pageCount_.load(std::memory_order_relaxed);
+    do {
+      if (count >= maxPages_) {
+        throw StorageError(Status::NoSpace("data file reached max_size (" +
+                                           std::to_string(maxPages_) + " pages)"));
+      }
+      initStatesUpTo(count);
+    } while (!pageCount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+    pid = count;
+  }
+  PageState& ps = state(pid);
+  for (;;) {
+    uint64_t w = ps.load();
+    uint64_t s = PageState::stateOf(w);
+    if (s == PageState::kEvicted) {
+      if (ps.tryLockX(w)) {
+        try {
+          reserveFrame();
+        } catch (...) {
+          ps.unlockXEvicted();
+          freeSpace_.push(pid);
+          throw;
+        }
+        resident_.insert(pid);
+        break;
+      }
+    } else if (s == PageState::kUnlocked || s == PageState::kMarked) {
+      if (ps.tryLockX(w)) break;  // a freed page still in memory: reuse its frame
+    } else {
+      ps.waitChange(w);
+    }
+  }
+  Page* p = pageAt(pid);
+  std::memset(p, 0, kPageSize);
+  p->header.kind = kind;
+  p->header.pid = pid;
+  markDirty(p);
+  return p;
+}
+
+void BufferManager::freePage(uint64_t pid) {
+  Page* p = pageAt(pid);
+  p->header.kind = PageKind::kFree;
+  __atomic_store_n(&p->header.dirty, 0, __ATOMIC_RELAXED);  // its content is dead
+  state(pid).unlockX();
+  freeSpace_.push(pid);
+}
+
+void BufferManager::fillStats(Stats* s) const {
+  s->hits = counters_.sum(Counter::kHits);
+  s->misses = counters_.sum(Counter::kMisses);
+  s->evictions = counters_.sum(Counter::kEvictions);
+  s->pages_written = counters_.sum(Counter::kPagesWritten);
+  s->restarts = counters_.sum(Counter::kRestarts);
+  s->release_calls = counters_.sum(Counter::kReleaseCalls);
+  s->pool_pages = poolPages_;
+  s->resident_pages = residentPages();
+  s->page_count = pageCount();
+  s->free_pages = freeSpace_.size();
+  s->file_bytes = file_->sizeBytes();
+}
+
+}  // namespace vmstore::internal

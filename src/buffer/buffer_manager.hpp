@@ -1,0 +1,128 @@
+// BufferManager: the vmcache buffer pool (paper 000 §3). Knows pages, not keys.
+//
+// Contract
+// - Page p always lives at pageAt(p) (one virtual memory area over all of storage);
+//   its state word is state(p). Only ids below pageCount() exist; using another is
+//   Corruption (a damaged page pointed there).
+// - fixX/fixS wait for the lock (spin, then park) and read the page in on a miss,
+//   verifying its checksum and id; a bad page is Corruption, an I/O failure IOError,
+//   both thrown as StorageError with the page left evicted.
+// - Optimistic access and parent validation live in guards.hpp on top of
+//   optimisticBegin()/readInLocked().
+// - The pool size is a hard budget: a frame is reserved (evicting a batch first if the
+//   pool is full) before any page becomes resident, so residentPages() <= poolPages().
+// - Eviction (evictBatch) follows the paper's five steps: clock over the resident set
+//   marks pages and collects marked ones (dirty ones shared-locked), writes the dirty
+//   ones, locks them all exclusively (skipping any touched meanwhile), releases them
+//   from the page table with one batched call, then removes them from the resident set
+//   and unlocks them as evicted with a new version. One thread evicts at a time.
+// - allocPage() hands out a free page (or grows the file), exclusively locked, zeroed
+//   and dirty. freePage() takes an exclusively locked page and makes it free for reuse.
+// - Before the first page write after checkpointDone(), the write hook runs once (the
+//   database uses it to mark its superblock "in use" on storage).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "buffer/counters.hpp"
+#include "buffer/errors.hpp"
+#include "buffer/free_space.hpp"
+#include "buffer/page.hpp"
+#include "buffer/resident_set.hpp"
+#include "os/data_file.hpp"
+#include "os/vm_area.hpp"
+#include "sync/page_state.hpp"
+#include "vmstore/stats.hpp"
+
+namespace vmstore::internal {
+
+class BufferManager {
+ public:
+  static constexpr uint64_t kEvictBatch = 64;
+  static constexpr uint64_t kMinPoolPages = 256;
+
+  // file: the data file, already open. pageCount: pages it holds (ids 0..pageCount-1).
+  BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages, uint64_t pageCount);
+  ~BufferManager();
+  BufferManager(const BufferManager&) = delete;
+  BufferManager& operator=(const BufferManager&) = delete;
+
+  Page* pageAt(uint64_t pid) const { return reinterpret_cast<Page*>(pages_.pageAddress(pid)); }
+  PageState& state(uint64_t pid) const { return states_[pid]; }
+  uint64_t pageCount() const { return pageCount_.load(std::memory_order_acquire); }
+  // Page 0 is the superblock, never a node: a reference to it is damage too.
+  void checkExists(uint64_t pid) const {
+    if (pid == 0 || pid >= pageCount()) throwNoSuchPage(pid);
+  }
+
+  Page* fixX(uint64_t pid);
+  void unfixX(uint64_t pid) { state(pid).unlockX(); }
+  Page* fixS(uint64_t pid);
+  void unfixS(uint64_t pid) { state(pid).unlockS(); }
+
+  // The state word to validate an optimistic read of pid against. Clears a mark; on a
+  // miss reads the page in first; waits while it is locked exclusively.
+  uint64_t optimisticBegin(uint64_t pid);
+  // pid is exclusively locked by the caller and evicted: make it resident from storage.
+  // On failure the page is unlocked as evicted and StorageError is thrown.
+  void readInLocked(uint64_t pid);
+
+  Page* allocPage(PageKind kind);
+  void freePage(uint64_t pid);
+  static void markDirty(Page* p) { __atomic_store_n(&p->header.dirty, 1, __ATOMIC_RELAXED); }
+  static bool isDirty(const Page* p) { return __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED) != 0; }
+
+  // Writes every dirty resident page. Returns the first error.
+  Status flushAll();
+  // Writes a page that is locked (shared or exclusive) by the caller, if dirty.
+  Status writeLocked(uint64_t pid);
+  void setWriteHook(std::function<Status()> hook) { writeHook_ = std::move(hook); }
+  void checkpointDone() { writeHookPending_.store(true, std::memory_order_release); }
+
+  FreeSpace& freeSpace() { return freeSpace_; }
+  Counters& counters() { return counters_; }
+  void countRestart() { counters_.add(Counter::kRestarts); }
+  uint64_t poolPages() const { return poolPages_; }
+  uint64_t residentPages() const { return physUsed_.load(std::memory_order_relaxed); }
+  bool batchedRelease() const { return pages_.batchedRelease(); }
+  void fillStats(Stats* s) const;
+  DataFile* file() const { return file_; }
+
+  // Calls fn(pid) for every resident page (for checks and tests).
+  template <class Fn>
+  void forEachResident(Fn&& fn) const { resident_.forEach(fn); }
+
+ private:
+  [[noreturn]] void throwNoSuchPage(uint64_t pid) const;
+  void reserveFrame();
+  void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
+  void evictBatch();                // caller holds evictMutex_
+  void initStatesUpTo(uint64_t pid);
+  Status writePages(std::span<const uint64_t> pids);  // caller holds evictMutex_
+  Status runWriteHook();
+
+  DataFile* file_;
+  uint64_t poolPages_;
+  uint64_t maxPages_;
+  VmArea pages_;
+  VmArea stateArea_;
+  PageState* states_;
+  std::atomic<uint64_t> pageCount_;
+  std::atomic<uint64_t> statesReady_{0};  // states below this are initialized
+  std::mutex growMutex_;
+  std::atomic<uint64_t> physUsed_{0};
+  ResidentSet resident_;
+  std::mutex evictMutex_;
+  FreeSpace freeSpace_;
+  Counters counters_;
+  std::function<Status()> writeHook_;
+  std::atomic<bool> writeHookPending_{false};
+};
+
+}  // namespace vmstore::internal

@@ -1,0 +1,13 @@
+// CRC-32C (Castagnoli) of a byte range: the page checksum. Uses the SSE4.2 crc32
+// instruction when the CPU has it (checked once), a table otherwise; both give the same
+// value.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vmstore::internal {
+
+uint32_t crc32c(const void* data, size_t len);
+
+}  // namespace vmstore::internal

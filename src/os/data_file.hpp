@@ -1,0 +1,56 @@
+// DataFile: the database's data file, read and written in whole 4 KiB pages, and the
+// exclusive lock on the database directory.
+//
+// Contract
+// - The file is opened with O_DIRECT when the filesystem allows it (directBytes() tells),
+//   else with the page cache. Buffers passed to readPage/writePage must be 4 KiB aligned.
+// - readPage past the end of the file fills the missing part with zeros (a page that was
+//   allocated but never written); the caller's checksum check then rejects it.
+// - Errors are returned as Status (IOError, NoSpace), never thrown; nothing here retries.
+// - DirectoryLock holds flock(LOCK_EX) on DIR/LOCK for its lifetime: a second holder, in
+//   this process or another, is refused with Busy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vmstore/status.hpp"
+
+namespace vmstore::internal {
+
+class DirectoryLock {
+ public:
+  DirectoryLock() = default;
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  Status acquire(const std::string& dir);
+
+ private:
+  int fd_ = -1;
+};
+
+class DataFile {
+ public:
+  static constexpr size_t kPageSize = 4096;
+  DataFile() = default;
+  ~DataFile();
+  DataFile(const DataFile&) = delete;
+  DataFile& operator=(const DataFile&) = delete;
+
+  // Opens (create: creates if missing) the file.
+  Status open(const std::string& path, bool create);
+  Status readPage(uint64_t pid, void* buf) const;
+  Status writePage(uint64_t pid, const void* buf) const;
+  Status sync() const;  // fdatasync
+  uint64_t sizeBytes() const;
+  bool directIo() const { return direct_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  bool direct_ = false;
+  std::string path_;
+};
+
+}  // namespace vmstore::internal

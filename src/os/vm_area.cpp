@@ -1,0 +1,97 @@
+#include "os/vm_area.hpp"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+#include <vector>
+
+namespace vmstore::internal {
+
+namespace {
+
+long processMadvise(int pidfd, const iovec* iov, size_t n, int advice) {
+  return syscall(SYS_process_madvise, pidfd, iov, n, advice, 0);
+}
+
+// process_madvise(MADV_DONTNEED) on the own process is recent (Linux 6.x); probe it on
+// a page of our own so that we fall back cleanly on older kernels.
+int openSelfPidfdIfUsable(char* probePage) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (fd < 0) return -1;
+  probePage[0] = 1;
+  iovec iov{probePage, VmArea::kPageSize};
+  if (processMadvise(fd, &iov, 1, MADV_DONTNEED) != static_cast<long>(VmArea::kPageSize) ||
+      probePage[0] != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+VmArea::VmArea(uint64_t pages, size_t guardBytes) : pages_(pages) {
+  mappedBytes_ = pages * kPageSize + guardBytes;
+  void* p = mmap(nullptr, mappedBytes_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    throw std::system_error(errno, std::generic_category(), "mmap of the page area");
+  }
+  base_ = static_cast<char*>(p);
+  // The kernel must not merge our pages into huge pages: eviction works per 4 KiB page.
+  madvise(base_, mappedBytes_, MADV_NOHUGEPAGE);
+  pidfd_ = openSelfPidfdIfUsable(base_);
+}
+
+VmArea::~VmArea() {
+  if (pidfd_ >= 0) close(pidfd_);
+  if (base_) munmap(base_, mappedBytes_);
+}
+
+size_t VmArea::release(std::span<const uint64_t> pids) {
+  if (pids.empty()) return 0;
+  std::vector<uint64_t> sorted(pids.begin(), pids.end());
+  std::sort(sorted.begin(), sorted.end());
+  // Coalesce runs of adjacent pages into one range each.
+  std::vector<iovec> ranges;
+  ranges.reserve(sorted.size());
+  for (uint64_t pid : sorted) {
+    char* addr = pageAddress(pid);
+    if (!ranges.empty() &&
+        static_cast<char*>(ranges.back().iov_base) + ranges.back().iov_len == addr) {
+      ranges.back().iov_len += kPageSize;
+    } else {
+      ranges.push_back({addr, kPageSize});
+    }
+  }
+  size_t calls = 0;
+  if (pidfd_ >= 0) {
+    constexpr size_t kMaxIov = 1024;  // IOV_MAX
+    for (size_t i = 0; i < ranges.size(); i += kMaxIov) {
+      size_t n = std::min(kMaxIov, ranges.size() - i);
+      size_t bytes = 0;
+      for (size_t j = i; j < i + n; j++) bytes += ranges[j].iov_len;
+      long r = processMadvise(pidfd_, &ranges[i], n, MADV_DONTNEED);
+      calls++;
+      if (r < 0 || static_cast<size_t>(r) != bytes) {
+        throw std::system_error(r < 0 ? errno : EIO, std::generic_category(),
+                                "process_madvise(MADV_DONTNEED)");
+      }
+    }
+    return calls;
+  }
+  for (const iovec& r : ranges) {
+    calls++;
+    if (madvise(r.iov_base, r.iov_len, MADV_DONTNEED) != 0) {
+      throw std::system_error(errno, std::generic_category(), "madvise(MADV_DONTNEED)");
+    }
+  }
+  return calls;
+}
+
+}  // namespace vmstore::internal

@@ -1,0 +1,47 @@
+// VmArea: one anonymous MAP_NORESERVE virtual memory area covering all of storage.
+//
+// Page p lives at base() + p * 4096 for the life of the area. Untouched or released
+// pages read as zeros and never fault, which is what lets optimistic readers race with
+// eviction (paper 000 §3.3). Memory is committed by the kernel on first write (or by a
+// read() into the page); release() gives pages back to the kernel.
+//
+// release() removes a batch of pages from the page table with ONE process_madvise
+// (MADV_DONTNEED) system call, one TLB shootdown for the whole batch, when the kernel
+// supports it on the own process; otherwise one madvise per contiguous run of pages.
+// Which one is in use is decided once at construction (batchedRelease()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace vmstore::internal {
+
+class VmArea {
+ public:
+  static constexpr size_t kPageSize = 4096;
+  // Throws std::system_error if the address space cannot be reserved.
+  // guardBytes of extra zero pages follow the last page, so that a racy optimistic
+  // read running past a page end stays inside the area.
+  VmArea(uint64_t pages, size_t guardBytes);
+  ~VmArea();
+  VmArea(const VmArea&) = delete;
+  VmArea& operator=(const VmArea&) = delete;
+
+  char* base() const { return base_; }
+  uint64_t pages() const { return pages_; }
+  char* pageAddress(uint64_t pid) const { return base_ + pid * kPageSize; }
+
+  // Releases the memory of the given pages (sorted or not). Returns the number of
+  // system calls it took. Throws std::system_error on failure.
+  size_t release(std::span<const uint64_t> pids);
+  bool batchedRelease() const { return pidfd_ >= 0; }
+
+ private:
+  char* base_ = nullptr;
+  size_t mappedBytes_ = 0;
+  uint64_t pages_ = 0;
+  int pidfd_ = -1;  // pidfd of this process when process_madvise works, else -1
+};
+
+}  // namespace vmstore::internal

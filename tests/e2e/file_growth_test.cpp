@@ -1,0 +1,171 @@
+// Freed pages are reused: repeated "insert N keys, delete them all" rounds, repeated
+// create/drop of trees, and the same across reopens, keep the data file within 2x of
+// its size after the first round.
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+using namespace vmstest;
+using vmstore::Database;
+using vmstore::Tree;
+
+struct Sizes {
+  uint64_t file_bytes;   // stats().file_bytes
+  uint64_t page_count;   // stats().page_count
+  uint64_t disk_bytes;   // size of the data file as the file system sees it
+};
+
+Sizes measure(Database* db, const std::string& dir) {
+  EXPECT_TRUE(db->sync().ok());
+  vmstore::Stats s = db->stats();
+  return Sizes{s.file_bytes, s.page_count, fileSize(dataFile(dir))};
+}
+
+void expectWithin2x(const Sizes& now, const Sizes& first, const std::string& when) {
+  EXPECT_LE(now.file_bytes, 2 * first.file_bytes) << when << ": stats().file_bytes grew";
+  EXPECT_LE(now.page_count, 2 * first.page_count) << when << ": stats().page_count grew";
+  EXPECT_LE(now.disk_bytes, 2 * first.disk_bytes) << when << ": the data file grew";
+}
+
+std::string growthValue(uint64_t i, int round) { return fillFor(beKey(i), round, 110 + i % 21); }
+
+TEST(FileGrowth, InsertDeleteRoundsStayBounded) {
+  const std::string dir = freshDir();
+  std::unique_ptr<Database> db = openDb(dir, "pool_size=8M");
+  ASSERT_NE(db, nullptr);
+  Tree* tree = nullptr;
+  VMS_ASSERT_OK(db->openTree("", true, &tree));
+  const uint64_t n = scaled<uint64_t>(100000, 20000);
+  std::vector<uint64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 gen(5);
+
+  Sizes first{};
+  for (int round = 1; round <= 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::shuffle(order.begin(), order.end(), gen);
+    for (uint64_t i : order) {
+      Status s = tree->put(beKey(i), growthValue(i, round));
+      ASSERT_TRUE(s.ok()) << "put " << i << ": " << s.toString();
+    }
+    // Spot-check a few values, then delete everything in another order.
+    std::string v;
+    for (uint64_t j = 0; j < n; j += n / 50) {
+      VMS_ASSERT_OK(tree->get(beKey(order[j]), &v));
+      ASSERT_TRUE(v == growthValue(order[j], round));
+    }
+    std::shuffle(order.begin(), order.end(), gen);
+    for (uint64_t i : order) {
+      Status s = tree->del(beKey(i));
+      ASSERT_TRUE(s.ok()) << "del " << i << ": " << s.toString();
+    }
+    ASSERT_TRUE(scanForward(tree).empty());
+    Sizes now = measure(db.get(), dir);
+    if (round == 1) {
+      first = now;
+      ASSERT_GT(first.file_bytes, 0u);
+      ASSERT_GT(first.disk_bytes, 0u) << "no data file found in " << dir;
+    } else {
+      expectWithin2x(now, first, "after round " + std::to_string(round));
+    }
+  }
+  std::vector<std::string> problems;
+  Status c = db->check(&problems);
+  EXPECT_TRUE(c.ok()) << c.toString() << (problems.empty() ? "" : ": " + problems[0]);
+  VMS_ASSERT_OK(db->close());
+  EXPECT_LE(fileSize(dataFile(dir)), 2 * first.disk_bytes);
+}
+
+TEST(FileGrowth, CreateAndDropTreesRepeatedly) {
+  const std::string dir = freshDir();
+  std::unique_ptr<Database> db = openDb(dir, "pool_size=4M");
+  ASSERT_NE(db, nullptr);
+  Tree* keep = nullptr;
+  VMS_ASSERT_OK(db->openTree("keep", true, &keep));
+  VMS_ASSERT_OK(keep->put("k", "v"));
+  const uint64_t baseline_trees = db->stats().trees;
+  const int rounds = scaled(30, 10);
+  const int keys = scaled(5000, 2000);
+  Sizes first{};
+  for (int round = 1; round <= rounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string name = "tree-" + std::to_string(round);
+    Tree* t = nullptr;
+    VMS_ASSERT_OK(db->openTree(name, true, &t));
+    for (int i = 0; i < keys; ++i) {
+      // Some values large enough to get pages of their own.
+      VMS_ASSERT_OK(t->put(beKey(i), fillFor(name, i, i % 10 == 0 ? 3000 : 120)));
+    }
+    EXPECT_EQ(db->stats().trees, baseline_trees + 1);
+    VMS_ASSERT_OK(db->dropTree(name));
+    EXPECT_EQ(db->stats().trees, baseline_trees);
+    EXPECT_GT(db->stats().free_pages, 0u) << "dropping a tree freed no page";
+    Sizes now = measure(db.get(), dir);
+    if (round == 2) {
+      first = now;
+    } else if (round > 2) {
+      expectWithin2x(now, first, "after round " + std::to_string(round));
+    }
+  }
+  std::vector<std::string> names;
+  VMS_ASSERT_OK(db->listTrees(&names));
+  std::set<std::string> got(names.begin(), names.end());
+  EXPECT_TRUE(got.count("keep"));
+  for (int round = 1; round <= rounds; ++round) {
+    EXPECT_FALSE(got.count("tree-" + std::to_string(round))) << "dropped tree still listed";
+  }
+  std::string v;
+  VMS_ASSERT_OK(keep->get("k", &v));
+  EXPECT_EQ(v, "v");
+  std::vector<std::string> problems;
+  Status c = db->check(&problems);
+  EXPECT_TRUE(c.ok()) << c.toString() << (problems.empty() ? "" : ": " + problems[0]);
+  VMS_ASSERT_OK(db->close());
+}
+
+// The free-space list survives close and reopen: rounds that insert, close, reopen and
+// delete everything keep the file bounded too.
+TEST(FileGrowth, FreeSpaceIsReusedAcrossReopens) {
+  const std::string dir = freshDir();
+  const uint64_t n = scaled<uint64_t>(30000, 8000);
+  Sizes first{};
+  for (int round = 1; round <= 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::unique_ptr<Database> db = openDb(dir, "pool_size=2M");
+    ASSERT_NE(db, nullptr);
+    Tree* tree = nullptr;
+    VMS_ASSERT_OK(db->openTree("", true, &tree));
+    for (uint64_t i = 0; i < n; ++i) VMS_ASSERT_OK(tree->put(beKey(mix64(i)), growthValue(i, round)));
+    VMS_ASSERT_OK(db->close());
+    db = openDb(dir, "pool_size=2M");
+    ASSERT_NE(db, nullptr);
+    VMS_ASSERT_OK(db->openTree("", false, &tree));
+    std::string v;
+    for (uint64_t i = 0; i < n; i += 97) {
+      VMS_ASSERT_OK(tree->get(beKey(mix64(i)), &v));
+      ASSERT_TRUE(v == growthValue(i, round));
+    }
+    for (uint64_t i = 0; i < n; ++i) VMS_ASSERT_OK(tree->del(beKey(mix64(i))));
+    Sizes now = measure(db.get(), dir);
+    if (round == 1) {
+      first = now;
+    } else {
+      expectWithin2x(now, first, "after round " + std::to_string(round));
+    }
+    if (round == 6) {
+      std::vector<std::string> problems;
+      Status c = db->check(&problems);
+      EXPECT_TRUE(c.ok()) << c.toString() << (problems.empty() ? "" : ": " + problems[0]);
+    }
+    VMS_ASSERT_OK(db->close());
+  }
+}
+
+}  // namespace

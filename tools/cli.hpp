@@ -1,0 +1,203 @@
+// Shared pieces of the vmstore command-line tool: argument parsing, errors, output
+// formatting, database opening and the synthetic data set used by demo and bench.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vmstore/vmstore.hpp"
+
+namespace vmstore::cli {
+
+// Exit codes of the tool.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // not found, missing database, engine error
+inline constexpr int kExitUsage = 2;    // bad command line
+inline constexpr int kExitCorrupt = 3;  // check found damage
+
+// Thrown for a bad command line: main prints the message and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown for a failure at run time: main prints the message and exits with `code`.
+struct Failure : std::runtime_error {
+  Failure(int exit_code, const std::string& message)
+      : std::runtime_error(message), code(exit_code) {}
+  int code;
+};
+
+// ---- argument parsing (args.cpp) -----------------------------------------------------
+
+// One option a command accepts: "--name=VALUE" (or "--name VALUE") when takes_value,
+// else the bare flag "--name".
+struct OptionSpec {
+  std::string_view name;
+  bool takes_value;
+};
+
+// The command line of one command: positional arguments and options. "--" ends the
+// options, so keys that start with "--" can be given after it.
+class Args {
+ public:
+  Args(int argc, char** argv, int first, std::vector<OptionSpec> specs);
+
+  // Between `min` and `max` positional arguments, else UsageError.
+  void requirePositionals(size_t min, size_t max) const;
+  size_t positionalCount() const { return positionals_.size(); }
+  const std::string& positional(size_t i) const { return positionals_.at(i); }
+
+  bool has(std::string_view name) const;
+  std::string str(std::string_view name, std::string_view fallback) const;
+  // Byte sizes ("64M", "4G"; powers of 1024) and counts (same syntax), at least `min`.
+  uint64_t size(std::string_view name, uint64_t fallback, uint64_t min = 0) const;
+  uint64_t count(std::string_view name, uint64_t fallback, uint64_t min = 0) const;
+
+ private:
+  const std::string* find(std::string_view name) const;
+  std::vector<std::string> positionals_;
+  std::vector<std::pair<std::string, std::string>> options_;  // name, value ("" for flags)
+};
+
+// ---- formatting and bytes (common.cpp) -----------------------------------------------
+
+std::string toHex(std::string_view bytes);
+// UsageError naming `what` on odd length or a non-hex digit.
+std::string fromHex(std::string_view hex, std::string_view what);
+// "1.5 GiB", "64.0 MiB", "812 B".
+std::string humanBytes(uint64_t bytes);
+// 1234567 -> "1,234,567".
+std::string withCommas(uint64_t n);
+// A tree name for humans: "(default)" for "", else the name with control bytes escaped.
+std::string treeLabel(std::string_view name);
+// Writes all bytes to stdout; Failure when stdout is broken.
+void writeOut(std::string_view bytes);
+
+// ---- databases and directories (common.cpp) -------------------------------------------
+
+// Opens `dir`. Errors become Failure(1) with a message; with create=false a missing
+// database is "no vmstore database in DIR". Corruption is Failure(corrupt_exit).
+std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_size,
+                                       bool create, int corrupt_exit = kExitFailure);
+// Opens tree `name`; a missing tree (create=false) is Failure(1) "no tree NAME".
+Tree* openTree(Database& db, std::string_view name, bool create);
+// Closes and turns an error into Failure(1).
+void closeDatabase(std::unique_ptr<Database>& db);
+// Turns a non-OK status into Failure(1) "what: status".
+void check(const Status& s, std::string_view what);
+
+// Makes `dir` ready for a fresh database: a missing directory is fine; an empty one or
+// one that holds only the files a vmstore database consists of is removed; anything
+// else is a Failure (so no user file is ever removed).
+void prepareFreshDirectory(const std::string& dir);
+
+// ---- the synthetic data set of demo and bench (common.cpp / progress.cpp) -------------
+
+inline constexpr size_t kKeySize = 8;
+inline constexpr size_t kValueSize = 120;
+
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Fast per-thread generator (xorshift64*), seeded through splitmix64.
+class FastRandom {
+ public:
+  explicit FastRandom(uint64_t seed) {
+    state_ = splitmix64(seed);
+    if (state_ == 0) state_ = 1;
+  }
+  uint64_t next() {
+    state_ ^= state_ >> 12;
+    state_ ^= state_ << 25;
+    state_ ^= state_ >> 27;
+    return state_ * 0x2545F4914F6CDD1Dull;
+  }
+  // Uniform in [0, n) (n > 0), by multiply-shift.
+  uint64_t below(uint64_t n) {
+    __extension__ typedef unsigned __int128 u128;
+    return static_cast<uint64_t>((static_cast<u128>(next()) * n) >> 64);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// Key i as 8 big-endian bytes, so byte order is numeric order.
+inline void encodeKey(uint64_t i, char out[kKeySize]) {
+  for (size_t b = 0; b < kKeySize; ++b) out[b] = static_cast<char>(i >> (56 - 8 * b));
+}
+
+// The value stored under key i: kValueSize bytes that depend on i only.
+inline void makeValue(uint64_t i, char out[kValueSize]) {
+  uint64_t state = i * 0xD1B54A32D192ED03ull;
+  for (size_t off = 0; off < kValueSize; off += 8) {
+    uint64_t w = splitmix64(state);
+    for (size_t b = 0; b < 8; ++b) out[off + b] = static_cast<char>(w >> (8 * b));
+  }
+}
+
+// A bijection of [0, n) that looks random: visits every index once, in O(1) memory.
+class Permutation {
+ public:
+  Permutation(uint64_t n, uint64_t seed);
+  uint64_t operator()(uint64_t i) const;
+
+ private:
+  uint64_t scramble(uint64_t x) const;
+  uint64_t n_;
+  unsigned bits_;
+  uint64_t mask_;
+  uint64_t k1_, k2_, k3_;
+};
+
+// A progress line for long loops. On a terminal it is redrawn in place with "\r" (at
+// most ~10 times a second); otherwise a separate line is printed at every 10%.
+class Progress {
+ public:
+  Progress(FILE* out, std::string label, uint64_t total);
+  // `done` items so far; cheap to call often.
+  void update(uint64_t done);
+  // Prints the final 100% line, with the elapsed time (measured since construction
+  // unless `elapsed` >= 0 is given) and the rate.
+  void finish(double elapsed = -1);
+  double elapsedSeconds() const;
+
+ private:
+  void print(uint64_t done, bool final, double elapsed);
+  FILE* out_;
+  std::string label_;
+  uint64_t total_;
+  bool tty_;
+  int next_decile_ = 1;
+  double start_;
+  double last_draw_ = 0;
+};
+
+// Seconds on a monotonic clock.
+double nowSeconds();
+
+// ---- commands ------------------------------------------------------------------------
+
+int cmdPut(int argc, char** argv);    // commands.cpp
+int cmdGet(int argc, char** argv);    // commands.cpp
+int cmdDel(int argc, char** argv);    // commands.cpp
+int cmdScan(int argc, char** argv);   // commands.cpp
+int cmdStats(int argc, char** argv);  // inspect.cpp
+int cmdCheck(int argc, char** argv);  // inspect.cpp
+int cmdDemo(int argc, char** argv);   // demo.cpp
+int cmdBench(int argc, char** argv);  // bench_lookup.cpp
+
+// The default pool of the small commands (put/get/del/scan/stats/check).
+inline constexpr uint64_t kDefaultCommandPool = 64ull << 20;
+
+}  // namespace vmstore::cli
