@@ -120,13 +120,13 @@ std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_siz
   switch (s.code()) {
     case Status::Code::kCorruption:
       throw Failure(corrupt_exit, "cannot open " + dir + ": " + s.toString());
-    case Status::Code::kBusy:
-      throw Failure(kExitFailure, "cannot open " + dir +
-                                      ": the database is open in another process (" +
-                                      s.toString() + ")");
     default:
       if (!create && s.code() == Status::Code::kInvalidArgument) {
-        throw Failure(kExitFailure, "no vmstore database in " + dir + " (" + s.toString() + ")");
+        // The engine's message names the directory already ("no vmstore database in ...").
+        throw Failure(kExitFailure, s.message().find(dir) != std::string::npos
+                                        ? s.message()
+                                        : "no vmstore database in " + dir + " (" +
+                                              s.toString() + ")");
       }
       throw Failure(kExitFailure, "cannot open " + dir + ": " + s.toString());
   }

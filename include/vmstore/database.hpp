@@ -9,9 +9,10 @@
 // - Database is owned by the caller (std::unique_ptr); destroying it closes it.
 // - Tree objects are owned by their Database and stay valid until it is closed. All
 //   Tree and Database calls are safe from many threads at once.
-// - Iterator is a value owned by its user; one iterator belongs to one thread. An
-//   iterator sees each key's latest value at the moment it steps onto it; it never
-//   returns a key twice or out of order. It must not outlive its Database.
+// - Iterator is a value owned by its user; one iterator belongs to one thread. It reads
+//   one leaf at a time: it sees each key as it was when the iterator entered that key's
+//   leaf, and never returns a key twice or out of order. It must not outlive its
+//   Database.
 //
 // Errors: see status.hpp. Storage damage is Corruption, never a crash or a wrong answer.
 #pragma once
@@ -57,7 +58,7 @@ class Tree {
   Tree& operator=(const Tree&) = delete;
 
  private:
-  friend class internal::DatabaseImpl;
+  friend class internal::TreeImpl;
   friend class Iterator;
   explicit Tree(internal::TreeImpl* impl) : impl_(impl) {}
   internal::TreeImpl* impl_;

@@ -34,8 +34,6 @@ auto withRestarts(Fn&& fn) {
   }
 }
 
-Bytes pidBytes(const uint64_t& pid) { return {reinterpret_cast<const uint8_t*>(&pid), sizeof(pid)}; }
-
 }  // namespace
 
 uint64_t BTree::create(BufferManager& bm) {

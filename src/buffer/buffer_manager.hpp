@@ -84,6 +84,8 @@ class BufferManager {
   Status writeLocked(uint64_t pid);
   void setWriteHook(std::function<Status()> hook) { writeHook_ = std::move(hook); }
   void checkpointDone() { writeHookPending_.store(true, std::memory_order_release); }
+  // Runs the write hook now if it is pending (before writing pages behind the pool's back).
+  Status runWriteHook();
 
   FreeSpace& freeSpace() { return freeSpace_; }
   Counters& counters() { return counters_; }
@@ -105,7 +107,6 @@ class BufferManager {
   void evictBatch();                // caller holds evictMutex_
   void initStatesUpTo(uint64_t pid);
   Status writePages(std::span<const uint64_t> pids);  // caller holds evictMutex_
-  Status runWriteHook();
 
   DataFile* file_;
   uint64_t poolPages_;

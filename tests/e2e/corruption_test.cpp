@@ -44,7 +44,8 @@ std::string goldenValue(const std::string& key, int i) {
 const Golden& golden() {
   static Golden* g = [] {
     auto* out = new Golden;
-    out->dir = (tmpRoot() / "Corruption.golden").string();
+    // Per process: CTest runs test cases as parallel processes.
+    out->dir = (tmpRoot() / ("Corruption.golden." + std::to_string(getpid()))).string();
     std::error_code ec;
     fs::remove_all(out->dir, ec);
     fs::create_directories(tmpRoot(), ec);
@@ -68,6 +69,8 @@ const Golden& golden() {
         out->data[t][k] = v;
       }
     }
+    s = db->sync();
+    EXPECT_TRUE(s.ok()) << s.toString();
     vmstore::Stats st = db->stats();
     out->page_count = st.page_count;
     out->free_pages = st.free_pages;

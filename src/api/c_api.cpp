@@ -1,0 +1,162 @@
+// The C API (include/vmstore.h): a thin layer over the C++ API. Every entry point checks
+// its pointers first and never lets an exception cross into C.
+#include "vmstore.h"
+
+#include <string>
+
+#include "vmstore/vmstore.hpp"
+
+using vmstore::Database;
+using vmstore::Status;
+using vmstore::Tree;
+
+struct vms_db {
+  std::unique_ptr<Database> db;
+};
+
+struct vms_iter {
+  vmstore::Iterator it;
+  bool started = false;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+int report(const Status& s) {
+  if (!s.ok() && !s.isNotFound()) lastError = s.toString();
+  return s.rawCode();
+}
+
+int invalid(const char* what) { return report(Status::InvalidArgument(what)); }
+
+Tree* asTree(vms_tree* t) { return reinterpret_cast<Tree*>(t); }
+
+std::string_view bytes(const void* p, size_t n) { return {static_cast<const char*>(p), n}; }
+
+template <class Fn>
+int noThrow(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return report(Status::NoMemory("out of memory"));
+  } catch (const std::exception& e) {
+    return report(Status::IOError(e.what()));
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* vms_strerror(int rc) { return Status::codeName(rc); }
+
+const char* vms_last_error(void) { return lastError.c_str(); }
+
+int vms_open(const char* dir, const char* config, vms_db** db) {
+  if (db == nullptr) return invalid("vms_open: db is NULL");
+  *db = nullptr;
+  if (dir == nullptr) return invalid("vms_open: dir is NULL");
+  return noThrow([&] {
+    std::unique_ptr<Database> d;
+    Status st = Database::open(dir, config ? std::string_view(config) : std::string_view(), &d);
+    if (!st.ok()) return report(st);
+    *db = new vms_db{std::move(d)};
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+int vms_close(vms_db* db) {
+  if (db == nullptr) return invalid("vms_close: db is NULL");
+  int rc = noThrow([&] { return report(db->db->close()); });
+  delete db;
+  return rc;
+}
+
+int vms_sync(vms_db* db) {
+  if (db == nullptr) return invalid("vms_sync: db is NULL");
+  return noThrow([&] { return report(db->db->sync()); });
+}
+
+int vms_tree_open(vms_db* db, const char* name, int create, vms_tree** tree) {
+  if (tree == nullptr) return invalid("vms_tree_open: tree is NULL");
+  *tree = nullptr;
+  if (db == nullptr || name == nullptr) return invalid("vms_tree_open: db or name is NULL");
+  return noThrow([&] {
+    Tree* t = nullptr;
+    Status st = db->db->openTree(name, create != 0, &t);
+    if (st.ok()) *tree = reinterpret_cast<vms_tree*>(t);
+    return report(st);
+  });
+}
+
+int vms_tree_drop(vms_db* db, const char* name) {
+  if (db == nullptr || name == nullptr) return invalid("vms_tree_drop: db or name is NULL");
+  return noThrow([&] { return report(db->db->dropTree(name)); });
+}
+
+int vms_put(vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen) {
+  if (t == nullptr || key == nullptr) return invalid("vms_put: tree or key is NULL");
+  if (val == nullptr && vlen > 0) return invalid("vms_put: val is NULL");
+  return noThrow([&] { return report(asTree(t)->put(bytes(key, klen), val ? bytes(val, vlen) : std::string_view())); });
+}
+
+int vms_get(vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, size_t* vlen) {
+  if (t == nullptr || key == nullptr || vlen == nullptr) return invalid("vms_get: tree, key or vlen is NULL");
+  if (buf == nullptr && cap > 0) return invalid("vms_get: buf is NULL but cap > 0");
+  return noThrow([&] {
+    std::span<std::byte> out(static_cast<std::byte*>(buf), buf ? cap : 0);
+    return report(asTree(t)->get(bytes(key, klen), out, vlen));
+  });
+}
+
+int vms_delete(vms_tree* t, const void* key, size_t klen) {
+  if (t == nullptr || key == nullptr) return invalid("vms_delete: tree or key is NULL");
+  return noThrow([&] { return report(asTree(t)->del(bytes(key, klen))); });
+}
+
+int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it) {
+  if (it == nullptr) return invalid("vms_iter_open: it is NULL");
+  *it = nullptr;
+  if (t == nullptr) return invalid("vms_iter_open: tree is NULL");
+  if (start == nullptr && slen > 0) return invalid("vms_iter_open: start is NULL but slen > 0");
+  return noThrow([&] {
+    auto* i = new vms_iter{asTree(t)->newIterator()};
+    i->it.seek(start ? bytes(start, slen) : std::string_view());
+    Status st = i->it.status();
+    if (!st.ok()) {
+      delete i;
+      return report(st);
+    }
+    *it = i;
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+int vms_iter_next(vms_iter* it, const void** key, size_t* klen, const void** val, size_t* vlen) {
+  if (it == nullptr || key == nullptr || klen == nullptr || val == nullptr || vlen == nullptr) {
+    return invalid("vms_iter_next: a NULL argument");
+  }
+  return noThrow([&] {
+    if (it->started) {
+      it->it.next();
+    } else {
+      it->started = true;
+    }
+    if (!it->it.valid()) {
+      Status st = it->it.status();
+      return st.ok() ? static_cast<int>(VMS_NOTFOUND) : report(st);
+    }
+    std::string_view k = it->it.key();
+    std::string_view v = it->it.value();
+    *key = k.data();
+    *klen = k.size();
+    *val = v.data();
+    *vlen = v.size();
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+void vms_iter_close(vms_iter* it) { delete it; }
+
+}  // extern "C"

@@ -1,0 +1,135 @@
+// Iterator: walks a tree one leaf at a time (BTree::readForward / readBackward), keeping
+// the current leaf's entries in memory so that key() and value() stay valid until the
+// iterator moves.
+#include <string>
+
+#include "api/database_impl.hpp"
+#include "vmstore/database.hpp"
+
+namespace vmstore {
+
+using internal::LeafBatch;
+using internal::StorageError;
+using internal::asBytes;
+
+struct Iterator::State {
+  internal::TreeImpl* tree = nullptr;
+  LeafBatch batch;
+  size_t idx = 0;
+  bool forward = true;
+  bool valid = false;
+  Status status;
+
+  template <class Fn>
+  void guarded(Fn&& fn) {
+    try {
+      status = Status::OK();
+      fn();
+    } catch (const StorageError& e) {
+      status = e.status();
+      valid = false;
+    } catch (const std::bad_alloc&) {
+      status = Status::NoMemory("out of memory");
+      valid = false;
+    }
+  }
+  // First entry >= from, moving right across leaves that hold nothing at or above it.
+  void loadForward(std::string from) {
+    forward = true;
+    for (;;) {
+      tree->btree.readForward(asBytes(from), &batch);
+      idx = 0;
+      if (!batch.keys.empty()) {
+        valid = true;
+        return;
+      }
+      if (batch.fence.empty()) {
+        valid = false;
+        return;
+      }
+      from = batch.fence + '\0';  // the smallest key above this leaf
+    }
+  }
+  // Last entry <= from (< from when exclusive), moving left likewise.
+  void loadBackward(std::string from, bool exclusive) {
+    forward = false;
+    for (;;) {
+      tree->btree.readBackward(asBytes(from), &batch);
+      idx = (exclusive && !batch.keys.empty() && batch.keys[0] == from) ? 1 : 0;
+      exclusive = false;
+      if (idx < batch.keys.size()) {
+        valid = true;
+        return;
+      }
+      if (batch.fence.empty()) {
+        valid = false;
+        return;
+      }
+      from = batch.fence;  // keys <= the lower fence live in the leaves to the left
+    }
+  }
+};
+
+Iterator::Iterator(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Iterator::Iterator(Iterator&&) noexcept = default;
+Iterator& Iterator::operator=(Iterator&&) noexcept = default;
+Iterator::~Iterator() = default;
+
+Iterator Tree::newIterator() const {
+  auto state = std::make_unique<Iterator::State>();
+  state->tree = impl_;
+  return Iterator(std::move(state));
+}
+
+void Iterator::seek(std::string_view key) {
+  state_->guarded([&] { state_->loadForward(std::string(key)); });
+}
+void Iterator::seekForPrev(std::string_view key) {
+  state_->guarded([&] { state_->loadBackward(std::string(key), false); });
+}
+void Iterator::seekToFirst() { seek({}); }
+void Iterator::seekToLast() {
+  // Above every key: longer than the longest key, all 0xff.
+  state_->guarded([&] { state_->loadBackward(std::string(kMaxKeySize + 1, '\xff'), false); });
+}
+
+void Iterator::next() {
+  State& s = *state_;
+  if (!s.valid) return;
+  s.guarded([&] {
+    if (!s.forward) {
+      s.loadForward(s.batch.keys[s.idx] + '\0');
+      return;
+    }
+    if (++s.idx < s.batch.keys.size()) return;
+    if (s.batch.fence.empty()) {
+      s.valid = false;
+      return;
+    }
+    s.loadForward(s.batch.fence + '\0');
+  });
+}
+
+void Iterator::prev() {
+  State& s = *state_;
+  if (!s.valid) return;
+  s.guarded([&] {
+    if (s.forward) {
+      s.loadBackward(s.batch.keys[s.idx], true);
+      return;
+    }
+    if (++s.idx < s.batch.keys.size()) return;
+    if (s.batch.fence.empty()) {
+      s.valid = false;
+      return;
+    }
+    s.loadBackward(s.batch.fence, false);
+  });
+}
+
+bool Iterator::valid() const { return state_->valid; }
+std::string_view Iterator::key() const { return state_->batch.keys[state_->idx]; }
+std::string_view Iterator::value() const { return state_->batch.values[state_->idx]; }
+Status Iterator::status() const { return state_->status; }
+
+}  // namespace vmstore
