@@ -96,6 +96,8 @@ void check(const Status& s, std::string_view what);
 // one that holds only the files a vmstore database consists of is removed; anything
 // else is a Failure (so no user file is ever removed).
 void prepareFreshDirectory(const std::string& dir);
+// The names of the entries of a database directory (learned from the engine once).
+std::vector<std::string> databaseFileNames();
 
 // ---- the synthetic data set of demo and bench (common.cpp / progress.cpp) -------------
 

@@ -182,6 +182,11 @@ static const std::set<std::string>& databaseEntryNames() {
   return names;
 }
 
+std::vector<std::string> databaseFileNames() {
+  const std::set<std::string>& names = databaseEntryNames();
+  return {names.begin(), names.end()};
+}
+
 void prepareFreshDirectory(const std::string& dir) {
   std::error_code ec;
   fs::file_status st = fs::symlink_status(dir, ec);

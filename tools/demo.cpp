@@ -2,10 +2,15 @@
 // key back in random order, reopens and samples again, and shows that the pool stayed
 // within its memory budget the whole time.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli.hpp"
 
@@ -17,6 +22,9 @@ constexpr uint64_t kDefaultDemoPool = 64ull << 20;
 constexpr uint64_t kReopenSample = 100000;
 constexpr uint64_t kStatsEvery = 16384;  // rows between two budget samples
 constexpr int kMaxReported = 5;          // wrong values printed in detail
+// Readers at once: with a pool ten times smaller than the data nearly every lookup reads
+// a page from storage, so several threads keep several reads in flight.
+constexpr uint64_t kDefaultReaders = 16;
 
 // Tracks the largest resident page count seen, to show the budget held.
 struct BudgetWatch {
@@ -31,7 +39,7 @@ struct BudgetWatch {
 };
 
 // Looks up key i and compares its value with makeValue(i). True when right.
-bool verify(const Tree& tree, uint64_t i, int* reported) {
+bool verify(const Tree& tree, uint64_t i, std::atomic<int>* reported) {
   char key[kKeySize];
   char expected[kValueSize];
   std::byte buf[kValueSize + 8];
@@ -43,7 +51,7 @@ bool verify(const Tree& tree, uint64_t i, int* reported) {
     makeValue(i, expected);
     good = std::memcmp(buf, expected, kValueSize) == 0;
   }
-  if (!good && (*reported)++ < kMaxReported) {
+  if (!good && reported->fetch_add(1) < kMaxReported) {
     std::fflush(stdout);
     std::fprintf(stderr, "\nvmstore demo: WRONG: key %llu: %s\n",
                  static_cast<unsigned long long>(i),
@@ -52,6 +60,62 @@ bool verify(const Tree& tree, uint64_t i, int* reported) {
                                       : "value bytes differ");
   }
   return good;
+}
+
+// One reader's progress, alone on its cache line.
+struct alignas(64) ReaderCounter {
+  std::atomic<uint64_t> done{0};
+  std::atomic<uint64_t> wrong{0};
+  double finished_at = 0;  // read after join
+};
+
+// Looks up key_of(j) for every j in [0, count), split into `threads` contiguous ranges of
+// j, and verifies each value. Shows progress and samples the pool budget meanwhile.
+// Returns the number of wrong answers; *seconds gets the time until the last reader ended.
+uint64_t readAll(const Database& db, const Tree& tree, uint64_t count, uint64_t threads,
+                 const std::function<uint64_t(uint64_t)>& key_of, const char* label,
+                 BudgetWatch* budget, std::atomic<int>* reported, double* seconds) {
+  threads = std::max<uint64_t>(1, std::min(threads, count));
+  std::vector<ReaderCounter> counters(threads);
+  std::vector<std::thread> readers;
+  Progress progress(stdout, label, count);
+  const double start = nowSeconds();
+  for (uint64_t t = 0; t < threads; ++t) {
+    readers.emplace_back([&, t] {
+      ReaderCounter& c = counters[t];
+      const uint64_t end = count * (t + 1) / threads;
+      uint64_t done = 0;
+      uint64_t wrong = 0;
+      for (uint64_t j = count * t / threads; j < end; ++j) {
+        if (!verify(tree, key_of(j), reported)) ++wrong;
+        if ((++done & 255) == 0) {
+          c.done.store(done, std::memory_order_relaxed);
+          c.wrong.store(wrong, std::memory_order_relaxed);
+        }
+      }
+      c.done.store(done, std::memory_order_relaxed);
+      c.wrong.store(wrong, std::memory_order_relaxed);
+      c.finished_at = nowSeconds();
+    });
+  }
+  for (;;) {
+    uint64_t done = 0;
+    for (const ReaderCounter& c : counters) done += c.done.load(std::memory_order_relaxed);
+    budget->sample(db);
+    if (done >= count) break;
+    progress.update(done);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::thread& r : readers) r.join();
+  uint64_t wrong = 0;
+  double last = start;
+  for (const ReaderCounter& c : counters) {
+    wrong += c.wrong.load(std::memory_order_relaxed);
+    last = std::max(last, c.finished_at);
+  }
+  *seconds = last - start;
+  progress.finish(*seconds);
+  return wrong;
 }
 
 void row(const char* name, const std::string& value) {
@@ -71,13 +135,15 @@ std::string rate(uint64_t n, double secs) {
 }  // namespace
 
 int cmdDemo(int argc, char** argv) {
-  Args args(argc, argv, 2, {{"dir", true}, {"pool", true}, {"data", true}});
+  Args args(argc, argv, 2, {{"dir", true}, {"pool", true}, {"data", true}, {"threads", true}});
   args.requirePositionals(0, 0);
   const std::string dir = args.str("dir", "vmstore-demo");
   if (dir.empty()) throw UsageError("--dir must not be empty");
   const uint64_t pool = args.size("pool", kDefaultDemoPool, 1ull << 20);
   const uint64_t rows = args.count("data", 10 * pool / (kKeySize + kValueSize), 1);
   const uint64_t data_bytes = rows * (kKeySize + kValueSize);
+  const uint64_t readers = args.count("threads", kDefaultReaders, 1);
+  if (readers > 1024) throw UsageError("--threads: at most 1024");
 
   prepareFreshDirectory(dir);
   std::printf("vmstore demo: %s rows (8-byte keys, 120-byte values: %s) through a %s pool "
@@ -90,7 +156,7 @@ int cmdDemo(int argc, char** argv) {
   char key[kKeySize];
   char value[kValueSize];
 
-  // 1. Load, in key order.
+  // 1. Load, in key order, by one thread.
   auto db = openDatabase(dir, pool, /*create=*/true);
   Tree* tree = openTree(*db, "", /*create=*/true);
   Progress load(stdout, "loading", rows);
@@ -111,24 +177,16 @@ int cmdDemo(int argc, char** argv) {
   const double load_secs = load.elapsedSeconds();
   budget.sample(*db);
 
-  // 2. Read every key back, in random order.
-  int reported = 0;
-  uint64_t wrong = 0;
-  Permutation perm(rows, 0x5EED);
-  Progress read(stdout, "reading", rows);
-  for (uint64_t j = 0; j < rows; ++j) {
-    if (!verify(*tree, perm(j), &reported)) ++wrong;
-    if (j % kStatsEvery == 0) {
-      read.update(j);
-      budget.sample(*db);
-    }
-  }
-  read.finish();
-  const double read_secs = read.elapsedSeconds();
-  budget.sample(*db);
+  // 2. Read every key back, in random order (a random permutation of all keys, split
+  // among the readers).
+  std::atomic<int> reported{0};
+  const Permutation perm(rows, 0x5EED);
+  double read_secs = 0;
+  const uint64_t wrong = readAll(*db, *tree, rows, readers, [&](uint64_t j) { return perm(j); },
+                                 "reading", &budget, &reported, &read_secs);
   const Stats first = db->stats();
 
-  // 3. Close, reopen, sample.
+  // 3. Close, reopen, check a random sample.
   std::printf("closing and reopening...\n");
   std::fflush(stdout);
   double t0 = nowSeconds();
@@ -137,11 +195,11 @@ int cmdDemo(int argc, char** argv) {
   db = openDatabase(dir, pool, /*create=*/false);
   tree = openTree(*db, "", /*create=*/false);
   const uint64_t sample = std::min(rows, kReopenSample);
-  uint64_t wrong_after = 0;
-  FastRandom rng(0xC0FFEE);
-  for (uint64_t j = 0; j < sample; ++j) {
-    if (!verify(*tree, rng.below(rows), &reported)) ++wrong_after;
-  }
+  double sample_secs = 0;
+  uint64_t wrong_after = readAll(
+      *db, *tree, sample, readers,
+      [&](uint64_t j) { return FastRandom(0xC0FFEE + j).below(rows); },
+      "sampling", &budget, &reported, &sample_secs);
   encodeKey(rows, key);  // one past the last key: must be absent
   std::string ignored;
   Status absent = tree->get(std::string_view(key, kKeySize), &ignored);
@@ -163,10 +221,13 @@ int cmdDemo(int argc, char** argv) {
                    "x the pool)");
   row("load rate:", rate(rows, load_secs) + " rows/s (" + fixed(load_secs, 2) + " s)");
   row("read rate:", rate(rows, read_secs) + " lookups/s (" + fixed(read_secs, 2) +
-                        " s, random order, " + withCommas(wrong) + " wrong)");
-  row("after reopen:", withCommas(sample) + " random lookups, " + withCommas(wrong_after) +
-                           " wrong (close took " + fixed(close_secs, 2) + " s)");
-  row("pages missed:", withCommas(first.misses) + " (hits " + withCommas(first.hits) + ")");
+                        " s, random order, " + std::to_string(readers) + " threads, " +
+                        withCommas(wrong) + " wrong)");
+  row("after reopen:", withCommas(sample) + " random lookups (" + rate(sample, sample_secs) +
+                           "/s), " + withCommas(wrong_after) + " wrong; close took " +
+                           fixed(close_secs, 2) + " s");
+  row("pages missed:", withCommas(first.misses) + " during load and read (hits " +
+                           withCommas(first.hits) + ")");
   row("pages evicted:", withCommas(first.evictions));
   row("pages written:", withCommas(first.pages_written) + " before close");
   row("resident pages:",

@@ -31,7 +31,7 @@ const Command kCommands[] = {
      vmstore::cli::cmdStats},
     {"check", "check DIR [--pool=SIZE]",
      "verify the whole database (exit 3 and list problems if damaged)", vmstore::cli::cmdCheck},
-    {"demo", "demo [--dir=DIR] [--pool=SIZE] [--data=N]",
+    {"demo", "demo [--dir=DIR] [--pool=SIZE] [--data=N] [--threads=N]",
      "load ~10x the pool, read it all back, verify (default ./vmstore-demo, 64M)",
      vmstore::cli::cmdDemo},
     {"bench", "bench lookup [--threads=N] [--data=N] [--pool=SIZE] [--seconds=S] [--dir=DIR] "

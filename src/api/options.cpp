@@ -42,8 +42,9 @@ bool parseSize(std::string_view text, uint64_t* out) {
   uint64_t v = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return false;
-    if (v > (~0ull - 9) / 10) return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (~0ull - digit) / 10) return false;
+    v = v * 10 + digit;
   }
   if (shift && v > (~0ull >> shift)) return false;
   *out = v << shift;

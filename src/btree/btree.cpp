@@ -212,27 +212,21 @@ bool BTree::split(GuardX<BTreeNode>& node, GuardX<BTreeNode>& parent, Bytes key)
   unsigned sepLen;
   unsigned leftCount;
   unsigned count = node->count;
-  if (node->isLeaf()) {
-    if (count >= 2) {
-      leftCount = count / 2;
-      sepLen = node->leafSeparator(leftCount, sep);
+  if (node->isLeaf() && count < 2) {
+    // One entry that leaves no room for the new one: split around the new key, so
+    // that the new key gets a node of its own side with nothing else in it.
+    bool found;
+    unsigned pos = node->lowerBound(key, &found);
+    if (pos == 0) {
+      leftCount = 0;
+      sepLen = static_cast<unsigned>(key.size());
+      std::memcpy(sep, key.data(), sepLen);
     } else {
-      // One entry that leaves no room for the new one: split around the new key, so
-      // that the new key gets a node of its own side with nothing else in it.
-      bool found;
-      unsigned pos = node->lowerBound(key, &found);
-      if (pos == 0) {
-        leftCount = 0;
-        sepLen = static_cast<unsigned>(key.size());
-        std::memcpy(sep, key.data(), sepLen);
-      } else {
-        leftCount = 1;
-        sepLen = node->copyKey(0, sep, kKeyBuf);
-      }
+      leftCount = 1;
+      sepLen = node->copyKey(0, sep, kKeyBuf);
     }
   } else {
-    leftCount = count / 2;
-    sepLen = node->copyKey(leftCount, sep, kKeyBuf);
+    leftCount = node->chooseSplit(sep, &sepLen);
   }
   if (!parent->makeSpaceFor(sepLen, sizeof(uint64_t))) {
     uint64_t parentPid = parent.pid();

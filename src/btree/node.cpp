@@ -283,6 +283,41 @@ bool BTreeNode::mergeInto(unsigned slotInParent, BTreeNode* parent, BTreeNode* r
   return true;
 }
 
+unsigned BTreeNode::leafSeparatorLen(unsigned leftCount) const {
+  // Same rule as leafSeparator, computed on the stored suffixes (both share the prefix).
+  Bytes a(keySuffix(leftCount - 1), slot[leftCount - 1].keyLen);
+  Bytes b(keySuffix(leftCount), slot[leftCount].keyLen);
+  unsigned common = commonPrefix(a, b);
+  if (a.size() > common && b.size() > common + 1) return prefixLen + common + 1;
+  return prefixLen + static_cast<unsigned>(a.size());
+}
+
+unsigned BTreeNode::chooseSplit(uint8_t* sep, unsigned* sepLen) const {
+  const unsigned capacity = kPageSize - kHeaderSize;
+  unsigned total = 0;
+  for (unsigned i = 0; i < count; i++) total += entrySize(i);
+  unsigned best = isLeaf() ? 1 : 0;
+  unsigned bestDiff = ~0u;
+  unsigned leftBytes = 0;
+  for (unsigned lc = 0; lc < count; lc++) {
+    if (lc > 0) leftBytes += entrySize(lc - 1);
+    if (isLeaf() && lc == 0) continue;
+    unsigned s = isLeaf() ? leafSeparatorLen(lc) : keyLen(lc);
+    // Sizes are upper bounds: the halves' prefixes can only be longer than this node's.
+    unsigned rightBytes = total - leftBytes - (isLeaf() ? 0 : entrySize(lc));
+    unsigned leftNeed = lowerFence.len + s + leftBytes;
+    unsigned rightNeed = s + upperFence.len + rightBytes;
+    if (leftNeed > capacity || rightNeed > capacity) continue;
+    unsigned diff = leftNeed > rightNeed ? leftNeed - rightNeed : rightNeed - leftNeed;
+    if (diff < bestDiff) {
+      bestDiff = diff;
+      best = lc;
+    }
+  }
+  *sepLen = isLeaf() ? leafSeparator(best, sep) : copyKey(best, sep, kKeyBuf);
+  return best;
+}
+
 unsigned BTreeNode::leafSeparator(unsigned leftCount, uint8_t* out) const {
   uint8_t a[kKeyBuf];
   unsigned alen = copyKey(leftCount - 1, a, kKeyBuf);

@@ -139,6 +139,11 @@ struct BTreeNode {
   // Separator for a leaf split with leftCount entries on the left: a truncated key when
   // possible. Writes it to out (capacity >= kMaxKeySize + 1), returns its length.
   unsigned leafSeparator(unsigned leftCount, uint8_t* out) const;
+  // For a node with count >= 2 (leaf) or >= 1 (inner): the split point whose two halves
+  // both fit in a page, with their sizes as even as possible, and its separator (written
+  // to sep, capacity >= 2 * kMaxKeySize). One always exists because an entry is at most
+  // kMaxEntry and a fence at most kMaxKeySize.
+  unsigned chooseSplit(uint8_t* sep, unsigned* sepLen) const;
 
   // Structural check for `vmstore check` (exclusive or shared lock held): key order,
   // keys within fences, heap bounds. Empty string when sound, else what is wrong.
@@ -148,6 +153,8 @@ struct BTreeNode {
   void storeKeyValue(unsigned i, Bytes keySuffix, Bytes payload, uint16_t rawPayloadLen);
   void setFences(Bytes lower, Bytes upperKey);
   void searchHint(uint32_t keyHead, unsigned* lo, unsigned* hi) const;
+  unsigned leafSeparatorLen(unsigned leftCount) const;
+  unsigned entrySize(unsigned i) const { return kSlotSize + slot[i].keyLen + payloadLen(i); }
   void updateHint(unsigned changedSlot);
 };
 

@@ -3,6 +3,8 @@
 // reopen with full-scan comparison; a delete-everything phase (merges, tree shrinking),
 // a refill, and Database::check() at every phase. A small pool forces eviction.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +22,19 @@ using vmstore::Tree;
 using Model = std::map<std::string, std::string>;
 
 int numSeeds() { return scaled(20, 4); }
+
+// VMSTORE_MODEL_TRACE=1 prints every operation to stderr (to narrow down a failure).
+bool tracing() {
+  static const bool on = std::getenv("VMSTORE_MODEL_TRACE") != nullptr;
+  return on;
+}
+#define TRACE_OP(...)                        \
+  do {                                       \
+    if (tracing()) {                         \
+      std::fprintf(stderr, __VA_ARGS__);     \
+      std::fputc('\n', stderr);              \
+    }                                        \
+  } while (0)
 int opsPerSeed() { return scaled(5000, 1000); }
 
 constexpr const char* kConfig = "pool_size=1M";
@@ -37,6 +52,7 @@ class ModelRun {
   }
 
   void reopen() {
+    TRACE_OP("reopen");
     iters_[0].reset();  // iterators must not outlive their database
     iters_[1].reset();
     uint64_t ev = db_->stats().evictions;
@@ -90,6 +106,7 @@ class ModelRun {
     Model& m = models_[t];
     std::string k = rng_.chance(0.4) ? existingKey(m) : keygen_.next();
     std::string v = randomValue(rng_);
+    TRACE_OP("put tree=%d key=%s klen=%zu vlen=%zu", t, show(k, 24).c_str(), k.size(), v.size());
     Status s = trees_[t]->put(k, v);
     ASSERT_TRUE(s.ok()) << "put " << show(k) << " (" << k.size() << " B) value " << v.size()
                         << " B: " << s.toString();
@@ -102,6 +119,7 @@ class ModelRun {
   void expectGet(int t, const std::string& k) {
     const Model& m = models_[t];
     std::string got;
+    TRACE_OP("get tree=%d key=%s klen=%zu", t, show(k, 24).c_str(), k.size());
     Status s = trees_[t]->get(k, &got);
     auto it = m.find(k);
     if (it == m.end()) {
@@ -123,6 +141,7 @@ class ModelRun {
   void opDelete(int t) {
     Model& m = models_[t];
     std::string k = rng_.chance(0.75) ? existingKey(m) : keygen_.next();
+    TRACE_OP("del tree=%d key=%s klen=%zu", t, show(k, 24).c_str(), k.size());
     Status s = trees_[t]->del(k);
     if (m.erase(k) == 1) {
       ASSERT_TRUE(s.ok()) << "del " << show(k) << ": " << s.toString();
@@ -176,6 +195,8 @@ class ModelRun {
       at_end = mi == m.begin();
       if (!at_end) --mi;
     }
+    TRACE_OP("scan tree=%d %s start=%s slen=%zu limit=%zu %s", t, what.c_str(), show(start, 24).c_str(),
+             start.size(), limit, fresh ? "fresh" : "reused");
     for (size_t step = 0; step < limit; ++step) {
       if (at_end) {
         ASSERT_FALSE(it->valid()) << what << "(" << show(start) << ") step " << step

@@ -334,6 +334,8 @@ TEST(Stress, FourThreadsMixedOnASharedTree) {
   ASSERT_TRUE(c.ok()) << c.toString() << (problems.empty() ? "" : ": " + problems[0]);
 
   VMS_ASSERT_OK(db->close());
+
+  db.reset();  // (close() releasing the lock is tested in cpp_api_test)
   db = openDb(dir, "pool_size=1M,create=false");
   ASSERT_NE(db, nullptr);
   VMS_ASSERT_OK(db->openTree("stress", false, &tree));
