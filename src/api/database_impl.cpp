@@ -200,6 +200,8 @@ Status DatabaseImpl::close() {
   droppedTrees_.clear();
   catalog_.reset();
   bm_.reset();
+  file_.close();
+  lock_.release();  // another open may begin now
   return st;
 }
 

@@ -23,8 +23,11 @@ Status ioStatus(const std::string& what, int err) {
 
 }  // namespace
 
-DirectoryLock::~DirectoryLock() {
-  if (fd_ >= 0) close(fd_);  // closing the descriptor releases the flock
+DirectoryLock::~DirectoryLock() { release(); }
+
+void DirectoryLock::release() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+  fd_ = -1;
 }
 
 Status DirectoryLock::acquire(const std::string& dir) {
@@ -33,7 +36,7 @@ Status DirectoryLock::acquire(const std::string& dir) {
   if (fd < 0) return ioStatus("cannot open " + path, errno);
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
-    close(fd);
+    ::close(fd);
     if (err == EWOULDBLOCK) {
       return Status::Busy("database " + dir + " is open elsewhere (this or another process)");
     }
@@ -43,8 +46,11 @@ Status DirectoryLock::acquire(const std::string& dir) {
   return Status::OK();
 }
 
-DataFile::~DataFile() {
-  if (fd_ >= 0) close(fd_);
+DataFile::~DataFile() { close(); }
+
+void DataFile::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 Status DataFile::open(const std::string& path, bool create) {

@@ -25,6 +25,7 @@ class DirectoryLock {
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
   Status acquire(const std::string& dir);
+  void release();
 
  private:
   int fd_ = -1;
@@ -43,6 +44,7 @@ class DataFile {
   Status readPage(uint64_t pid, void* buf) const;
   Status writePage(uint64_t pid, const void* buf) const;
   Status sync() const;  // fdatasync
+  void close();
   uint64_t sizeBytes() const;
   bool directIo() const { return direct_; }
   const std::string& path() const { return path_; }
