@@ -18,7 +18,7 @@ namespace vmstore::cli {
 
 namespace {
 
-constexpr uint64_t kDefaultDemoPool = 64ull << 20;
+constexpr uint64_t kDefaultDemoPool = 16ull << 20;  // about half a minute on 2 cores
 constexpr uint64_t kReopenSample = 100000;
 constexpr uint64_t kStatsEvery = 16384;  // rows between two budget samples
 constexpr int kMaxReported = 5;          // wrong values printed in detail

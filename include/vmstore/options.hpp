@@ -12,6 +12,13 @@
 
 namespace vmstore {
 
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer reserves most of the address space for itself: 1 TiB cannot be mapped.
+inline constexpr uint64_t kDefaultMaxSize = 64ull << 30;
+#else
+inline constexpr uint64_t kDefaultMaxSize = 1ull << 40;
+#endif
+
 struct Options {
   // Memory budget of the buffer pool in bytes: resident pages never exceed it.
   // Default 1 GiB; minimum 1 MiB (256 pages); rounded down to whole 4 KiB pages.
@@ -20,8 +27,9 @@ struct Options {
   // opening a missing database is an InvalidArgument error ("does not exist").
   bool create = true;
   // Largest size the data file may reach; writes beyond it fail with NoSpace.
-  // Reserves virtual address space (not memory). Default 1 TiB, minimum 1 MiB.
-  uint64_t max_size = 1ull << 40;
+  // Reserves virtual address space (not memory). Default 1 TiB (64 GiB in
+  // ThreadSanitizer builds), minimum 1 MiB, maximum 64 TiB.
+  uint64_t max_size = kDefaultMaxSize;
 
   static Status parse(std::string_view config, Options* out);
 };

@@ -226,7 +226,8 @@ bool BTree::split(GuardX<BTreeNode>& node, GuardX<BTreeNode>& parent, Bytes key)
       sepLen = node->copyKey(0, sep, kKeyBuf);
     }
   } else {
-    leftCount = node->chooseSplit(sep, &sepLen);
+    bool found;
+    leftCount = node->chooseSplit(node->lowerBound(key, &found), sep, &sepLen);
   }
   if (!parent->makeSpaceFor(sepLen, sizeof(uint64_t))) {
     uint64_t parentPid = parent.pid();

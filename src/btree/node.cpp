@@ -27,32 +27,6 @@ struct ScratchNode {
 
 }  // namespace
 
-uint32_t keyHead(const uint8_t* key, unsigned len) {
-  switch (len) {
-    case 0:
-      return 0;
-    case 1:
-      return static_cast<uint32_t>(key[0]) << 24;
-    case 2:
-      return (static_cast<uint32_t>(key[0]) << 24) | (static_cast<uint32_t>(key[1]) << 16);
-    case 3:
-      return (static_cast<uint32_t>(key[0]) << 24) | (static_cast<uint32_t>(key[1]) << 16) |
-             (static_cast<uint32_t>(key[2]) << 8);
-    default: {
-      uint32_t v;
-      std::memcpy(&v, key, 4);
-      return __builtin_bswap32(v);
-    }
-  }
-}
-
-int compareBytes(Bytes a, Bytes b) {
-  size_t n = std::min(a.size(), b.size());
-  int c = n ? std::memcmp(a.data(), b.data(), n) : 0;
-  if (c != 0) return c;
-  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
-}
-
 void BTreeNode::init(bool leaf, Bytes lower, Bytes upperKey) {
   page.kind = leaf ? PageKind::kBTreeLeaf : PageKind::kBTreeInner;
   upper = 0;
@@ -112,11 +86,13 @@ void BTreeNode::searchHint(uint32_t h, unsigned* lo, unsigned* hi) const {
 unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
   *found = false;
   unsigned p = prefixLen;
-  size_t n = std::min<size_t>(key.size(), p);
-  int cmp = n ? std::memcmp(key.data(), ptr() + lowerFence.offset, n) : 0;
-  if (cmp < 0) return 0;
-  if (cmp > 0) return count;
-  if (key.size() < p) return 0;  // a proper prefix of the node prefix: below every key
+  if (p > 0) {
+    size_t n = std::min<size_t>(key.size(), p);
+    int cmp = compareBytes(key.first(n), Bytes(ptr() + lowerFence.offset, n));
+    if (cmp < 0) return 0;
+    if (cmp > 0) return count;
+    if (key.size() < p) return 0;  // a proper prefix of the node prefix: below every key
+  }
   Bytes rest = key.subspan(p);
   uint32_t h = keyHead(rest.data(), static_cast<unsigned>(rest.size()));
   unsigned lo = 0;
@@ -130,7 +106,10 @@ unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
     } else if (h > mh) {
       lo = mid + 1;
     } else {
-      int c = compareBytes(rest, Bytes(keySuffix(mid), slot[mid].keyLen));
+      // Equal heads: the first 4 bytes (or all of a shorter key) are already equal.
+      unsigned klen = slot[mid].keyLen;
+      unsigned skip = static_cast<unsigned>(std::min<size_t>({rest.size(), klen, 4}));
+      int c = compareBytes(rest.subspan(skip), Bytes(keySuffix(mid) + skip, klen - skip));
       if (c < 0) {
         hi = mid;
       } else if (c > 0) {
@@ -292,7 +271,7 @@ unsigned BTreeNode::leafSeparatorLen(unsigned leftCount) const {
   return prefixLen + static_cast<unsigned>(a.size());
 }
 
-unsigned BTreeNode::chooseSplit(uint8_t* sep, unsigned* sepLen) const {
+unsigned BTreeNode::chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepLen) const {
   const unsigned capacity = kPageSize - kHeaderSize;
   unsigned total = 0;
   for (unsigned i = 0; i < count; i++) total += entrySize(i);
@@ -309,6 +288,11 @@ unsigned BTreeNode::chooseSplit(uint8_t* sep, unsigned* sepLen) const {
     unsigned rightNeed = s + upperFence.len + rightBytes;
     if (leftNeed > capacity || rightNeed > capacity) continue;
     unsigned diff = leftNeed > rightNeed ? leftNeed - rightNeed : rightNeed - leftNeed;
+    if (insertPos >= count) {
+      diff = count - lc;  // the largest valid left half wins
+    } else if (insertPos == 0) {
+      diff = lc;  // the smallest valid left half wins
+    }
     if (diff < bestDiff) {
       bestDiff = diff;
       best = lc;

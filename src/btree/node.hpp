@@ -139,11 +139,13 @@ struct BTreeNode {
   // Separator for a leaf split with leftCount entries on the left: a truncated key when
   // possible. Writes it to out (capacity >= kMaxKeySize + 1), returns its length.
   unsigned leafSeparator(unsigned leftCount, uint8_t* out) const;
-  // For a node with count >= 2 (leaf) or >= 1 (inner): the split point whose two halves
-  // both fit in a page, with their sizes as even as possible, and its separator (written
-  // to sep, capacity >= 2 * kMaxKeySize). One always exists because an entry is at most
-  // kMaxEntry and a fence at most kMaxKeySize.
-  unsigned chooseSplit(uint8_t* sep, unsigned* sepLen) const;
+  // For a node with count >= 2 (leaf) or >= 1 (inner): a split point whose two halves
+  // both fit in a page, and its separator (written to sep, capacity >= 2 * kMaxKeySize).
+  // One always exists because an entry is at most kMaxEntry and a fence at most
+  // kMaxKeySize. insertPos is where the key that caused the split goes: at the end
+  // (ascending inserts) the left half is kept as full as possible, at the start the
+  // right half; otherwise the halves are as even as possible.
+  unsigned chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepLen) const;
 
   // Structural check for `vmstore check` (exclusive or shared lock held): key order,
   // keys within fences, heap bounds. Empty string when sound, else what is wrong.
@@ -160,7 +162,44 @@ struct BTreeNode {
 
 static_assert(offsetof(BTreeNode, slot) == BTreeNode::kHeaderSize);
 
-uint32_t keyHead(const uint8_t* key, unsigned len);
-int compareBytes(Bytes a, Bytes b);  // unsigned bytes, proper prefix first
+// The first 4 bytes of a key as a big-endian number (zero-padded): comparing heads
+// orders keys like comparing their first 4 bytes.
+inline uint32_t keyHead(const uint8_t* key, unsigned len) {
+  switch (len) {
+    case 0:
+      return 0;
+    case 1:
+      return static_cast<uint32_t>(key[0]) << 24;
+    case 2:
+      return (static_cast<uint32_t>(key[0]) << 24) | (static_cast<uint32_t>(key[1]) << 16);
+    case 3:
+      return (static_cast<uint32_t>(key[0]) << 24) | (static_cast<uint32_t>(key[1]) << 16) |
+             (static_cast<uint32_t>(key[2]) << 8);
+    default: {
+      uint32_t v;
+      std::memcpy(&v, key, 4);
+      return __builtin_bswap32(v);
+    }
+  }
+}
+
+// Unsigned-byte order, a proper prefix first; word-wise (keys are often short and
+// share long prefixes, where a memcmp call costs more than the comparison).
+inline int compareBytes(Bytes a, Bytes b) {
+  size_t n = a.size() < b.size() ? a.size() : b.size();
+  const uint8_t* pa = a.data();
+  const uint8_t* pb = b.data();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, pa + i, 8);
+    std::memcpy(&y, pb + i, 8);
+    if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+  }
+  for (; i < n; i++) {
+    if (pa[i] != pb[i]) return pa[i] < pb[i] ? -1 : 1;
+  }
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
 
 }  // namespace vmstore::internal

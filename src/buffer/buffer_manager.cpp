@@ -95,7 +95,7 @@ Page* BufferManager::fixS(uint64_t pid) {
   }
 }
 
-uint64_t BufferManager::optimisticBegin(uint64_t pid) {
+uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
   PageState& ps = state(pid);
   for (;;) {
     uint64_t w = ps.load();
@@ -260,18 +260,20 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
   if (pids.empty()) return Status::OK();
   Status st = runWriteHook();
   if (!st.ok()) return st;
-  std::vector<uint64_t> sorted(pids.begin(), pids.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (uint64_t pid : sorted) {
+  std::vector<PageWrite> writes;
+  writes.reserve(pids.size());
+  for (uint64_t pid : pids) {
     Page* p = pageAt(pid);
     sealPage(p, pid);
-    st = file_->writePage(pid, p);
-    if (!st.ok()) {
-      markDirty(p);
-      return st;
-    }
-    counters_.add(Counter::kPagesWritten);
+    writes.push_back({pid, p});
   }
+  std::sort(writes.begin(), writes.end(), [](const PageWrite& a, const PageWrite& b) { return a.pid < b.pid; });
+  st = file_->writeBatch(writes);
+  if (!st.ok()) {
+    for (uint64_t pid : pids) markDirty(pageAt(pid));  // some may be on storage; all stay dirty
+    return st;
+  }
+  counters_.add(Counter::kPagesWritten, pids.size());
   return Status::OK();
 }
 
@@ -286,10 +288,11 @@ Status BufferManager::flushAll() {
   resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });
   while (!todo.empty()) {
     std::vector<uint64_t> retry;
-    for (size_t i = 0; i < todo.size(); i += kEvictBatch) {
+    constexpr size_t kFlushBatch = 256;
+    for (size_t i = 0; i < todo.size(); i += kFlushBatch) {
       std::vector<uint64_t> batch;
       std::lock_guard g(evictMutex_);
-      for (size_t j = i; j < std::min(todo.size(), i + kEvictBatch); j++) {
+      for (size_t j = i; j < std::min(todo.size(), i + kFlushBatch); j++) {
         uint64_t pid = todo[j];
         PageState& ps = state(pid);
         uint64_t w = ps.load();

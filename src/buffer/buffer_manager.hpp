@@ -68,7 +68,14 @@ class BufferManager {
 
   // The state word to validate an optimistic read of pid against. Clears a mark; on a
   // miss reads the page in first; waits while it is locked exclusively.
-  uint64_t optimisticBegin(uint64_t pid);
+  uint64_t optimisticBegin(uint64_t pid) {
+    uint64_t w = state(pid).load();
+    if (PageState::stateOf(w) <= PageState::kMaxShared) [[likely]] {
+      counters_.add(Counter::kHits);
+      return w;
+    }
+    return optimisticBeginSlow(pid);
+  }
   // pid is exclusively locked by the caller and evicted: make it resident from storage.
   // On failure the page is unlocked as evicted and StorageError is thrown.
   void readInLocked(uint64_t pid);
@@ -102,6 +109,7 @@ class BufferManager {
 
  private:
   [[noreturn]] void throwNoSuchPage(uint64_t pid) const;
+  uint64_t optimisticBeginSlow(uint64_t pid);
   void reserveFrame();
   void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
   void evictBatch();                // caller holds evictMutex_

@@ -2,10 +2,9 @@
 
 namespace vmstore::internal {
 
-int Counters::threadSlot() {
+int Counters::nextSlot() {
   static std::atomic<int> next{0};
-  thread_local int slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-  return slot;
+  return next.fetch_add(1, std::memory_order_relaxed) % kSlots;
 }
 
 }  // namespace vmstore::internal

@@ -27,7 +27,11 @@ class Counters {
   }
 
  private:
-  static int threadSlot();
+  static int threadSlot() {
+    thread_local int slot = nextSlot();
+    return slot;
+  }
+  static int nextSlot();
   struct alignas(64) Slot {
     std::atomic<uint64_t> v[static_cast<int>(Counter::kCount)] = {};
   };

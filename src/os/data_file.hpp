@@ -6,12 +6,18 @@
 //   else with the page cache. Buffers passed to readPage/writePage must be 4 KiB aligned.
 // - readPage past the end of the file fills the missing part with zeros (a page that was
 //   allocated but never written); the caller's checksum check then rejects it.
-// - Errors are returned as Status (IOError, NoSpace), never thrown; nothing here retries.
+// - writeBatch writes many pages with one io_uring submission (all in flight at once)
+//   when liburing is available and the kernel allows it, else one pwrite each; it is
+//   safe from several threads (batches are serialized).
+// - Errors are returned as Status (IOError, NoSpace), never thrown; nothing here retries
+//   beyond completing short transfers.
 // - DirectoryLock holds flock(LOCK_EX) on DIR/LOCK for its lifetime: a second holder, in
 //   this process or another, is refused with Busy.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 
 #include "vmstore/status.hpp"
@@ -31,10 +37,15 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
+struct PageWrite {
+  uint64_t pid;
+  const void* buf;  // 4 KiB aligned
+};
+
 class DataFile {
  public:
   static constexpr size_t kPageSize = 4096;
-  DataFile() = default;
+  DataFile();
   ~DataFile();
   DataFile(const DataFile&) = delete;
   DataFile& operator=(const DataFile&) = delete;
@@ -43,6 +54,8 @@ class DataFile {
   Status open(const std::string& path, bool create);
   Status readPage(uint64_t pid, void* buf) const;
   Status writePage(uint64_t pid, const void* buf) const;
+  Status writeBatch(std::span<const PageWrite> writes) const;
+  bool batchedWrites() const { return ring_ != nullptr; }
   Status sync() const;  // fdatasync
   void close();
   uint64_t sizeBytes() const;
@@ -50,8 +63,10 @@ class DataFile {
   const std::string& path() const { return path_; }
 
  private:
+  struct Ring;
   int fd_ = -1;
   bool direct_ = false;
+  std::unique_ptr<Ring> ring_;
   std::string path_;
 };
 

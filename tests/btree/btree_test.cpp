@@ -1,0 +1,496 @@
+// Unit tests of btree/btree.hpp over a small buffer pool (eviction happens): random
+// workloads against std::map, out-of-line values and their pages, growth to height >= 3
+// and shrinking back, drop(), verify() and page accounting, concurrent writers.
+#include "btree/btree.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unit_util.hpp"
+#include "vmstore/limits.hpp"
+
+namespace {
+
+using vmstore::kMaxKeySize;
+using vmstore::kMaxValueSize;
+using vmstore::internal::asBytes;
+using vmstore::internal::BTree;
+using vmstore::internal::BTreeNode;
+using vmstore::internal::BufferManager;
+using vmstore::internal::Counter;
+using vmstore::internal::GuardS;
+using vmstore::internal::LeafBatch;
+using vmstore::internal::StorageError;
+using Code = vmstore::Status::Code;
+using Model = std::map<std::string, std::string>;
+using vmsunit::BufferEnv;
+
+std::string randomBytes(std::mt19937_64& rng, size_t n) {
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng() % 256);
+  return s;
+}
+
+std::string getValue(BTree& t, const std::string& key, bool* found) {
+  std::string v;
+  *found = t.getString(asBytes(key), &v);
+  return v;
+}
+
+// get() into a caller buffer agrees with getString.
+void expectGet(BTree& t, const std::string& key, const Model& model) {
+  auto it = model.find(key);
+  std::vector<uint8_t> buf(kMaxValueSize + 16, 0xEE);
+  size_t vlen = 12345;
+  bool found = t.get(asBytes(key), buf.data(), buf.size(), &vlen);
+  ASSERT_EQ(found, it != model.end()) << "key of " << key.size() << " bytes";
+  if (!found) return;
+  ASSERT_EQ(vlen, it->second.size());
+  ASSERT_EQ(std::string(reinterpret_cast<char*>(buf.data()), vlen), it->second);
+  // A short buffer gets a prefix and the full length.
+  if (vlen > 3) {
+    uint8_t small[3] = {0, 0, 0};
+    size_t l2 = 0;
+    ASSERT_TRUE(t.get(asBytes(key), small, sizeof(small), &l2));
+    ASSERT_EQ(l2, vlen);
+    ASSERT_EQ(std::string(reinterpret_cast<char*>(small), 3), it->second.substr(0, 3));
+  }
+  bool f2;
+  ASSERT_EQ(getValue(t, key, &f2), it->second);
+}
+
+// A full forward scan leaf by leaf, the way the iterator does it.
+Model scanForward(BTree& t) {
+  Model out;
+  std::string from;
+  std::string prev;
+  bool first = true;
+  for (int leaves = 0; leaves < 1000000; leaves++) {
+    LeafBatch batch;
+    t.readForward(asBytes(from), &batch);
+    EXPECT_EQ(batch.keys.size(), batch.values.size());
+    for (size_t i = 0; i < batch.keys.size(); i++) {
+      if (!first) {
+        EXPECT_LT(prev, batch.keys[i]) << "forward scan out of order";
+      }
+      EXPECT_GE(batch.keys[i], from);
+      first = false;
+      prev = batch.keys[i];
+      out[batch.keys[i]] = batch.values[i];
+    }
+    if (batch.fence.empty()) return out;
+    from = batch.fence;
+    from.push_back('\0');
+  }
+  ADD_FAILURE() << "forward scan does not end";
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> scanBackward(BTree& t) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string from(kMaxKeySize + 1, '\xff');
+  for (int leaves = 0; leaves < 1000000; leaves++) {
+    LeafBatch batch;
+    t.readBackward(asBytes(from), &batch);
+    for (size_t i = 0; i < batch.keys.size(); i++) {
+      EXPECT_LE(batch.keys[i], from);
+      if (!out.empty()) {
+        EXPECT_LT(batch.keys[i], out.back().first) << "backward scan out of order";
+      }
+      out.emplace_back(batch.keys[i], batch.values[i]);
+    }
+    if (batch.fence.empty()) return out;
+    from = batch.fence;
+  }
+  ADD_FAILURE() << "backward scan does not end";
+  return out;
+}
+
+void expectScansMatch(BTree& t, const Model& model) {
+  EXPECT_TRUE(scanForward(t) == model) << "forward scan differs from the model";
+  auto back = scanBackward(t);
+  std::vector<std::pair<std::string, std::string>> want(model.rbegin(), model.rend());
+  EXPECT_TRUE(back == want) << "backward scan differs from the model (" << back.size() << " vs "
+                            << want.size() << " entries)";
+  EXPECT_EQ(t.countKeys(), model.size());
+}
+
+// verify() finds nothing; the pages it lists and the free space together are exactly
+// pages 1 .. pageCount-1 (given the trees listed are all there is), without overlap.
+void expectSoundAndAccounted(BufferManager& bm, std::vector<BTree*> trees) {
+  std::vector<uint64_t> pages;
+  for (BTree* t : trees) {
+    std::vector<std::string> problems;
+    t->verify(&problems, &pages);
+    EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first: " << problems.front();
+  }
+  std::set<uint64_t> used(pages.begin(), pages.end());
+  EXPECT_EQ(used.size(), pages.size()) << "a page is used twice";
+  std::vector<uint64_t> freeList = bm.freeSpace().snapshot();
+  std::set<uint64_t> freeSet(freeList.begin(), freeList.end());
+  EXPECT_EQ(freeSet.size(), freeList.size()) << "a page is free twice";
+  for (uint64_t pid : freeSet) EXPECT_EQ(used.count(pid), 0u) << "page " << pid << " is used and free";
+  EXPECT_EQ(used.size() + freeSet.size(), bm.pageCount() - 1) << "pages leaked (neither used nor free)";
+  EXPECT_EQ(used.count(0), 0u);
+}
+
+unsigned heightOf(BufferManager& bm, uint64_t root) {
+  unsigned h = 1;
+  uint64_t pid = root;
+  for (;;) {
+    GuardS<BTreeNode> n(bm, pid);
+    if (n->isLeaf()) return h;
+    pid = n->upper;
+    h++;
+  }
+}
+
+Code codeOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const StorageError& e) {
+    return e.status().code();
+  }
+  return Code::kOk;
+}
+
+TEST(BTree, EmptyTree) {
+  BufferEnv env(256);
+  BTree t(*env.bm, BTree::create(*env.bm));
+  EXPECT_GE(t.rootPid(), 1u);
+  bool found;
+  getValue(t, "x", &found);
+  EXPECT_FALSE(found);
+  EXPECT_FALSE(t.remove(asBytes("x")));
+  EXPECT_EQ(t.countKeys(), 0u);
+  EXPECT_FALSE(t.isDropped());
+  expectScansMatch(t, {});
+  expectSoundAndAccounted(*env.bm, {&t});
+}
+
+TEST(BTree, RandomWorkloadMatchesMap) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  BTree t(bm, BTree::create(bm));
+  Model model;
+  std::mt19937_64 rng(2024);
+  const int ops = vmsunit::scaled(40000, 6000);
+  std::vector<std::string> keys;
+  for (int i = 0; i < ops; i++) {
+    unsigned r = rng() % 100;
+    if (r < 55 || keys.empty()) {
+      std::string k;
+      if (!keys.empty() && rng() % 4 == 0) {
+        k = keys[rng() % keys.size()];  // overwrite
+      } else {
+        size_t len = rng() % 8 == 0 ? 1 + rng() % kMaxKeySize : 1 + rng() % 24;
+        k = randomBytes(rng, len);
+        keys.push_back(k);
+      }
+      size_t vlen = rng() % 16 == 0 ? rng() % (kMaxValueSize + 1) : rng() % 120;
+      std::string v = randomBytes(rng, vlen);
+      t.put(asBytes(k), asBytes(v));
+      model[k] = v;
+    } else if (r < 75) {
+      const std::string& k = keys[rng() % keys.size()];
+      bool want = model.erase(k) > 0;
+      ASSERT_EQ(t.remove(asBytes(k)), want) << "op " << i;
+    } else {
+      const std::string& k = rng() % 8 ? keys[rng() % keys.size()] : randomBytes(rng, 1 + rng() % 10);
+      expectGet(t, k, model);
+      if (HasFatalFailure()) FAIL() << "op " << i;
+    }
+    if (i % 5000 == 4999) {
+      expectScansMatch(t, model);
+      expectSoundAndAccounted(bm, {&t});
+    }
+  }
+  for (auto& [k, v] : model) {
+    expectGet(t, k, model);
+    if (HasFatalFailure()) return;
+  }
+  expectScansMatch(t, model);
+  expectSoundAndAccounted(bm, {&t});
+  EXPECT_GT(bm.counters().sum(Counter::kEvictions), 0u) << "the pool was not small enough";
+  // Partial reads from the middle.
+  for (int i = 0; i < 50 && !model.empty(); i++) {
+    std::string from = randomBytes(rng, 1 + rng() % 6);
+    LeafBatch batch;
+    t.readForward(asBytes(from), &batch);
+    auto it = model.lower_bound(from);
+    for (size_t j = 0; j < batch.keys.size(); j++, ++it) {
+      ASSERT_NE(it, model.end());
+      ASSERT_EQ(batch.keys[j], it->first);
+      ASSERT_EQ(batch.values[j], it->second);
+    }
+    if (!batch.fence.empty() && it != model.end()) {
+      EXPECT_GT(it->first, batch.fence);
+    }
+    t.readBackward(asBytes(from), &batch);
+    auto rit = std::make_reverse_iterator(model.upper_bound(from));
+    for (size_t j = 0; j < batch.keys.size(); j++, ++rit) {
+      ASSERT_NE(rit, model.rend());
+      ASSERT_EQ(batch.keys[j], rit->first);
+    }
+    if (!batch.fence.empty() && rit != model.rend()) {
+      EXPECT_LE(rit->first, batch.fence);
+    }
+  }
+}
+
+TEST(BTree, OutOfLineValuesRoundTripAndAreFreed) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  BTree t(bm, BTree::create(bm));
+  std::mt19937_64 rng(8);
+  Model model;
+  auto usedPages = [&] { return bm.pageCount() - 1 - bm.freeSpace().size(); };
+  // A few small entries so the root stays one leaf.
+  for (int i = 0; i < 5; i++) {
+    std::string k = "small" + std::to_string(i);
+    t.put(asBytes(k), asBytes("v"));
+    model[k] = "v";
+  }
+  ASSERT_EQ(usedPages(), 1u);
+  // New out-of-line values: one page each.
+  const int n = 20;
+  for (int i = 0; i < n; i++) {
+    std::string k = "big" + std::to_string(i);
+    std::string v = randomBytes(rng, BTreeNode::kMaxEntry + 1 + rng() % (kMaxValueSize - BTreeNode::kMaxEntry));
+    uint64_t before = usedPages();
+    t.put(asBytes(k), asBytes(v));
+    model[k] = v;
+    expectGet(t, k, model);
+    // One value page, plus a node if the leaf split.
+    EXPECT_GE(usedPages(), before + 1);
+    EXPECT_LE(usedPages(), before + 3);
+  }
+  expectSoundAndAccounted(bm, {&t});
+  // Overwrite out-of-line with out-of-line: the old value page is freed.
+  for (int i = 0; i < n; i += 2) {
+    std::string k = "big" + std::to_string(i);
+    std::string v = randomBytes(rng, kMaxValueSize);
+    uint64_t before = usedPages();
+    t.put(asBytes(k), asBytes(v));
+    model[k] = v;
+    EXPECT_EQ(usedPages(), before) << "overwrite leaked or lost a value page";
+    expectGet(t, k, model);
+  }
+  // Overwrite out-of-line with inline and inline with out-of-line.
+  for (int i = 1; i < n; i += 4) {
+    std::string k = "big" + std::to_string(i);
+    uint64_t before = usedPages();
+    t.put(asBytes(k), asBytes("tiny"));
+    model[k] = "tiny";
+    EXPECT_EQ(usedPages(), before - 1) << "the value page was not freed";
+    expectGet(t, k, model);
+  }
+  {
+    uint64_t before = usedPages();
+    std::string v = randomBytes(rng, 3000);
+    t.put(asBytes("small0"), asBytes(v));
+    model["small0"] = v;
+    EXPECT_EQ(usedPages(), before + 1);
+  }
+  // A key near the maximum size with a value that just does not fit beside it.
+  {
+    std::string k(kMaxKeySize, 'K');
+    std::string v = randomBytes(rng, BTreeNode::kMaxEntry - kMaxKeySize + 1);
+    t.put(asBytes(k), asBytes(v));
+    model[k] = v;
+    expectGet(t, k, model);
+  }
+  expectScansMatch(t, model);
+  expectSoundAndAccounted(bm, {&t});
+  // Evict everything and read it back.
+  std::vector<uint64_t> pages;
+  std::vector<std::string> problems;
+  t.verify(&problems, &pages);
+  ASSERT_TRUE(vmsunit::evictAll(bm, pages));
+  for (auto& [k, v] : model) expectGet(t, k, model);
+  // Delete: value pages freed.
+  for (int i = 0; i < n; i++) {
+    std::string k = "big" + std::to_string(i);
+    bool ool = model[k].size() + k.size() > BTreeNode::kMaxEntry;
+    uint64_t before = usedPages();
+    ASSERT_TRUE(t.remove(asBytes(k)));
+    model.erase(k);
+    if (ool) {
+      EXPECT_LE(usedPages(), before - 1) << "delete did not free the value page";
+    }
+  }
+  expectScansMatch(t, model);
+  expectSoundAndAccounted(bm, {&t});
+}
+
+TEST(BTree, GrowsToHeightThreeAndShrinksBack) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  BTree t(bm, BTree::create(bm));
+  std::mt19937_64 rng(77);
+  // Long keys with long common prefixes: long separators, small fan-out near the edges.
+  const int n = vmsunit::scaled(3000, 800);
+  std::vector<std::string> keys;
+  for (int i = 0; i < n; i++) {
+    std::string d = std::to_string(i * 7919 % 1000003);
+    keys.push_back(std::string(700, 'k') + std::string(10 - d.size(), '0') + d + randomBytes(rng, rng() % 200));
+  }
+  std::shuffle(keys.begin(), keys.end(), rng);
+  Model model;
+  for (auto& k : keys) {
+    std::string v = randomBytes(rng, 50 + rng() % 300);
+    t.put(asBytes(k), asBytes(v));
+    model[k] = v;
+  }
+  unsigned height = heightOf(bm, t.rootPid());
+  std::printf("[ BTree    ] %d keys: height %u, %llu pages\n", n, height,
+              static_cast<unsigned long long>(bm.pageCount()));
+  EXPECT_GE(height, 3u);
+  expectScansMatch(t, model);
+  expectSoundAndAccounted(bm, {&t});
+  // Delete everything in random order, checking along the way.
+  std::shuffle(keys.begin(), keys.end(), rng);
+  for (size_t i = 0; i < keys.size(); i++) {
+    ASSERT_TRUE(t.remove(asBytes(keys[i]))) << i;
+    model.erase(keys[i]);
+    if (i % 500 == 0) {
+      bool found;
+      getValue(t, keys[i], &found);
+      EXPECT_FALSE(found);
+      expectSoundAndAccounted(bm, {&t});
+    }
+  }
+  EXPECT_EQ(t.countKeys(), 0u);
+  EXPECT_EQ(heightOf(bm, t.rootPid()), 1u) << "the root did not shrink back to a leaf";
+  std::vector<uint64_t> pages;
+  std::vector<std::string> problems;
+  t.verify(&problems, &pages);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(pages, std::vector<uint64_t>{t.rootPid()}) << "an empty tree is its root leaf";
+  EXPECT_EQ(bm.freeSpace().size(), bm.pageCount() - 2) << "all pages but superblock and root are free";
+  expectSoundAndAccounted(bm, {&t});
+  // And it works again.
+  t.put(asBytes("again"), asBytes("yes"));
+  bool found;
+  EXPECT_EQ(getValue(t, "again", &found), "yes");
+}
+
+TEST(BTree, DropFreesAllButRoot) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  BTree keep(bm, BTree::create(bm));
+  BTree t(bm, BTree::create(bm));
+  std::mt19937_64 rng(5);
+  Model keepModel;
+  const int n = vmsunit::scaled(3000, 800);
+  for (int i = 0; i < n; i++) {
+    std::string k = randomBytes(rng, 1 + rng() % 40);
+    std::string v = randomBytes(rng, i % 10 == 0 ? 2000 + rng() % 2000 : rng() % 200);
+    t.put(asBytes(k), asBytes(v));
+    if (i % 4 == 0) {
+      keep.put(asBytes(k), asBytes(v));
+      keepModel[k] = v;
+    }
+  }
+  ASSERT_GE(heightOf(bm, t.rootPid()), 2u);
+  expectSoundAndAccounted(bm, {&keep, &t});
+  std::vector<uint64_t> keepPages;
+  std::vector<std::string> problems;
+  keep.verify(&problems, &keepPages);
+
+  t.drop();
+  EXPECT_TRUE(t.isDropped());
+  EXPECT_FALSE(keep.isDropped());
+  // Every page but the root (and the other tree's pages and the superblock) is free.
+  EXPECT_EQ(bm.freeSpace().size(), bm.pageCount() - 1 - 1 - keepPages.size());
+  std::vector<uint64_t> freeList = bm.freeSpace().snapshot();
+  std::set<uint64_t> freeSet(freeList.begin(), freeList.end());
+  EXPECT_EQ(freeSet.count(t.rootPid()), 0u);
+  for (uint64_t pid : keepPages) EXPECT_EQ(freeSet.count(pid), 0u);
+  // Later calls: NotFound.
+  uint8_t buf[16];
+  size_t vlen;
+  std::string s;
+  LeafBatch batch;
+  EXPECT_EQ(codeOf([&] { t.get(asBytes("a"), buf, sizeof(buf), &vlen); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.getString(asBytes("a"), &s); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.put(asBytes("a"), asBytes("b")); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.put(asBytes("a"), asBytes(std::string(3000, 'x'))); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.remove(asBytes("a")); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.readForward(asBytes(""), &batch); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.readBackward(asBytes("z"), &batch); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.drop(); }), Code::kNotFound);
+  // A failed out-of-line put on a dropped tree leaks no value page.
+  EXPECT_EQ(bm.freeSpace().size(), bm.pageCount() - 1 - 1 - keepPages.size());
+  // The other tree is untouched.
+  expectScansMatch(keep, keepModel);
+  // Allocations reuse the freed pages: the file does not grow.
+  uint64_t count = bm.pageCount();
+  for (int i = 0; i < 100; i++) keep.put(asBytes(randomBytes(rng, 30)), asBytes(std::string(3000, 'y')));
+  EXPECT_EQ(bm.pageCount(), count);
+}
+
+TEST(BTree, ConcurrentWritersOnDisjointRanges) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  BTree t(bm, BTree::create(bm));
+  const int threads = 4;
+  const int ops = vmsunit::scaled(20000, 3000);
+  std::vector<Model> models(threads);
+  std::atomic<int> mismatches{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> workers;
+  for (int id = 0; id < threads; id++) {
+    workers.emplace_back([&, id] {
+      std::mt19937_64 rng(500 + id);
+      Model& model = models[id];
+      std::vector<std::string> keys;
+      try {
+        for (int i = 0; i < ops; i++) {
+          unsigned r = rng() % 100;
+          if (r < 50 || keys.empty()) {
+            std::string k = std::string(1, static_cast<char>('A' + id)) + randomBytes(rng, 1 + rng() % 30);
+            if (!keys.empty() && rng() % 4 == 0) k = keys[rng() % keys.size()];
+            else keys.push_back(k);
+            std::string v = randomBytes(rng, rng() % 20 == 0 ? 1600 + rng() % 2000 : rng() % 100);
+            t.put(asBytes(k), asBytes(v));
+            model[k] = v;
+          } else if (r < 75) {
+            const std::string& k = keys[rng() % keys.size()];
+            bool want = model.erase(k) > 0;
+            if (t.remove(asBytes(k)) != want) mismatches++;
+          } else {
+            const std::string& k = keys[rng() % keys.size()];
+            std::string v;
+            bool found = t.getString(asBytes(k), &v);
+            auto it = model.find(k);
+            if (found != (it != model.end()) || (found && v != it->second)) mismatches++;
+          }
+        }
+      } catch (const StorageError& e) {
+        ADD_FAILURE() << "thread " << id << ": " << e.status().toString();
+        errors++;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0) << "a reader saw something other than its own last write";
+  Model all;
+  for (auto& m : models) all.insert(m.begin(), m.end());
+  expectScansMatch(t, all);
+  expectSoundAndAccounted(bm, {&t});
+  EXPECT_GT(bm.counters().sum(Counter::kEvictions), 0u);
+}
+
+}  // namespace

@@ -1,0 +1,696 @@
+// Unit tests of buffer/buffer_manager.hpp: allocation and free space, the hard memory
+// budget (also under concurrency), eviction and read-in, checksums on read, counters,
+// batched release, the write hook, flushAll and the file size limit.
+#include "buffer/buffer_manager.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "unit_util.hpp"
+
+namespace {
+
+using vmstore::Stats;
+using vmstore::Status;
+using vmstore::internal::BufferManager;
+using vmstore::internal::Counter;
+using vmstore::internal::Page;
+using vmstore::internal::PageKind;
+using vmstore::internal::pageIsIntact;
+using vmstore::internal::PageState;
+using vmstore::internal::StorageError;
+using Code = vmstore::Status::Code;
+using vmsunit::BufferEnv;
+constexpr size_t kPage = vmstore::internal::kPageSize;
+constexpr size_t kWords = vmstore::internal::kPagePayload / 8;
+
+// Payload layout used here: word 0 = magic(pid), word 1 = a counter, the rest a pattern.
+uint64_t magic(uint64_t pid) { return pid * 0x9E3779B97F4A7C15ull + 1; }
+uint64_t* words(Page* p) { return reinterpret_cast<uint64_t*>(p->payload); }
+
+void stamp(Page* p, uint64_t pid) {
+  uint64_t* w = words(p);
+  w[0] = magic(pid);
+  w[1] = 0;
+  for (size_t i = 2; i < kWords; i++) w[i] = magic(pid) ^ i;
+}
+
+// Empty string if p carries pid's stamp, else what is wrong.
+std::string checkStamp(Page* p, uint64_t pid) {
+  uint64_t* w = words(p);
+  if (p->header.pid != pid) return "header pid " + std::to_string(p->header.pid);
+  if (w[0] != magic(pid)) return "magic word " + std::to_string(w[0]);
+  for (size_t i = 2; i < kWords; i++) {
+    if (w[i] != (magic(pid) ^ i)) return "pattern word " + std::to_string(i);
+  }
+  return {};
+}
+
+uint64_t counter(BufferManager& bm, Counter c) { return bm.counters().sum(c); }
+
+// Allocates n stamped pages and unlocks them; returns their ids.
+std::vector<uint64_t> allocStamped(BufferManager& bm, size_t n) {
+  std::vector<uint64_t> pids;
+  for (size_t i = 0; i < n; i++) {
+    Page* p = bm.allocPage(PageKind::kValue);
+    uint64_t pid = p->header.pid;
+    stamp(p, pid);
+    bm.unfixX(pid);
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+Code codeOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const StorageError& e) {
+    return e.status().code();
+  }
+  return Code::kOk;
+}
+
+bool isEvicted(BufferManager& bm, uint64_t pid) {
+  return PageState::stateOf(bm.state(pid).load()) == PageState::kEvicted;
+}
+
+TEST(BufferManager, AllocReturnsZeroedLockedDirtyPages) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  EXPECT_EQ(bm.pageCount(), 1u) << "page 0 is the superblock";
+  EXPECT_EQ(bm.poolPages(), 256u);
+  EXPECT_EQ(bm.residentPages(), 0u);
+  uint64_t last = 0;
+  for (int i = 0; i < 40; i++) {
+    Page* p = bm.allocPage(i % 2 ? PageKind::kBTreeLeaf : PageKind::kValue);
+    uint64_t pid = p->header.pid;
+    EXPECT_GT(pid, last) << "ids increase";
+    EXPECT_EQ(pid, static_cast<uint64_t>(i) + 1);
+    last = pid;
+    EXPECT_EQ(p, bm.pageAt(pid));
+    EXPECT_EQ(bm.pageCount(), pid + 1);
+    EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kLocked) << "returned X-locked";
+    EXPECT_TRUE(BufferManager::isDirty(p));
+    EXPECT_EQ(p->header.kind, i % 2 ? PageKind::kBTreeLeaf : PageKind::kValue);
+    bool zero = true;
+    for (size_t b = 0; b < sizeof(p->payload); b++) zero = zero && p->payload[b] == 0;
+    EXPECT_TRUE(zero) << "payload of new page " << pid << " is zeroed";
+    EXPECT_EQ(p->header.lsn, 0u);
+    stamp(p, pid);
+    bm.unfixX(pid);
+    EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kUnlocked);
+  }
+  EXPECT_EQ(bm.residentPages(), 40u);
+  uint64_t n = 0;
+  bm.forEachResident([&](uint64_t) { n++; });
+  EXPECT_EQ(n, 40u);
+}
+
+TEST(BufferManager, FreedPagesAreReused) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 20);
+  const uint64_t count = bm.pageCount();
+  std::set<uint64_t> freed;
+  for (uint64_t pid : {pids[3], pids[7], pids[15]}) {
+    bm.fixX(pid);
+    bm.freePage(pid);
+    freed.insert(pid);
+    EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kUnlocked) << "freePage unlocks";
+    EXPECT_EQ(bm.pageAt(pid)->header.kind, PageKind::kFree);
+  }
+  EXPECT_EQ(bm.freeSpace().size(), 3u);
+  std::set<uint64_t> reused;
+  for (int i = 0; i < 3; i++) {
+    Page* p = bm.allocPage(PageKind::kBTreeInner);
+    uint64_t pid = p->header.pid;
+    reused.insert(pid);
+    EXPECT_EQ(words(p)[0], 0u) << "a reused page is zeroed, not the old content";
+    EXPECT_TRUE(BufferManager::isDirty(p));
+    EXPECT_EQ(p->header.kind, PageKind::kBTreeInner);
+    bm.unfixX(pid);
+  }
+  EXPECT_EQ(reused, freed);
+  EXPECT_EQ(bm.freeSpace().size(), 0u);
+  EXPECT_EQ(bm.pageCount(), count) << "reuse does not grow the file";
+  Page* p = bm.allocPage(PageKind::kValue);
+  EXPECT_EQ(p->header.pid, count) << "with no free page the file grows";
+  bm.unfixX(p->header.pid);
+}
+
+TEST(BufferManager, FreedAndEvictedPageIsReusedZeroed) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 4);
+  UNIT_ASSERT_OK(bm.flushAll());  // page 2's stamp is on storage
+  bm.fixX(pids[1]);
+  bm.freePage(pids[1]);
+  ASSERT_TRUE(vmsunit::evictAll(bm, {pids[1]}));
+  // The evicted free page comes back from the free space without a read (zeroed).
+  uint64_t misses = counter(bm, Counter::kMisses);
+  std::set<uint64_t> seen;
+  Page* p = nullptr;
+  while (bm.freeSpace().size() > 0) {
+    p = bm.allocPage(PageKind::kValue);
+    seen.insert(p->header.pid);
+    if (p->header.pid == pids[1]) break;
+    bm.unfixX(p->header.pid);
+    p = nullptr;
+  }
+  ASSERT_NE(p, nullptr) << "the freed page was not handed out again";
+  EXPECT_EQ(p->header.pid, pids[1]);
+  EXPECT_EQ(words(p)[0], 0u);
+  EXPECT_EQ(counter(bm, Counter::kMisses), misses) << "allocation reads nothing";
+  bm.unfixX(pids[1]);
+}
+
+TEST(BufferManager, HardBudgetWhileAllocating) {
+  const uint64_t pool = 256;
+  const size_t n = vmsunit::scaled<size_t>(5000, 1000);
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids;
+  for (size_t i = 0; i < n; i++) {
+    Page* p = bm.allocPage(PageKind::kValue);
+    ASSERT_LE(bm.residentPages(), bm.poolPages()) << "after allocation " << i;
+    uint64_t pid = p->header.pid;
+    stamp(p, pid);
+    bm.unfixX(pid);
+    pids.push_back(pid);
+    ASSERT_LE(bm.residentPages(), bm.poolPages()) << "after allocation " << i;
+    if (i % 256 == 0) {
+      uint64_t listed = 0;
+      bm.forEachResident([&](uint64_t) { listed++; });
+      ASSERT_LE(listed, pool) << "resident set larger than the pool";
+    }
+  }
+  EXPECT_GT(counter(bm, Counter::kEvictions), n - pool - 1);
+  // Everything reads back intact, still within the budget.
+  for (uint64_t pid : pids) {
+    Page* p = bm.fixS(pid);
+    ASSERT_EQ(checkStamp(p, pid), "") << "page " << pid;
+    bm.unfixS(pid);
+    ASSERT_LE(bm.residentPages(), bm.poolPages());
+  }
+  EXPECT_GT(counter(bm, Counter::kMisses), 0u);
+  // The resident set and the count agree.
+  uint64_t listed = 0;
+  bm.forEachResident([&](uint64_t pid) {
+    listed++;
+    EXPECT_FALSE(isEvicted(bm, pid)) << "resident set lists evicted page " << pid;
+  });
+  EXPECT_EQ(listed, bm.residentPages());
+}
+
+TEST(BufferManager, HardBudgetUnderConcurrentAccess) {
+  const uint64_t pool = 256;
+  const size_t n = vmsunit::scaled<size_t>(2000, 600);
+  const int threads = 4;
+  const int opsPerThread = vmsunit::scaled(20000, 3000);
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, n);
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> violations{0}, maxSeen{0}, checks{0};
+  std::thread checker([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      uint64_t r = bm.residentPages();
+      if (r > bm.poolPages()) violations++;
+      if (r > maxSeen.load()) maxSeen.store(r);
+      checks++;
+    }
+  });
+  std::atomic<int> badReads{0};
+  std::atomic<int> errors{0};
+  std::vector<std::map<uint64_t, uint64_t>> increments(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; t++) {
+    workers.emplace_back([&, t] {
+      std::mt19937_64 rng(1000 + t);
+      try {
+        for (int i = 0; i < opsPerThread; i++) {
+          uint64_t pid = pids[rng() % pids.size()];
+          switch (rng() % 3) {
+            case 0: {
+              Page* p = bm.fixX(pid);
+              if (!checkStamp(p, pid).empty()) badReads++;
+              words(p)[1]++;
+              BufferManager::markDirty(p);
+              increments[t][pid]++;
+              bm.unfixX(pid);
+              break;
+            }
+            case 1: {
+              Page* p = bm.fixS(pid);
+              if (!checkStamp(p, pid).empty()) badReads++;
+              bm.unfixS(pid);
+              break;
+            }
+            default: {
+              uint64_t w = bm.optimisticBegin(pid);
+              uint64_t m = __atomic_load_n(&words(bm.pageAt(pid))[0], __ATOMIC_RELAXED);
+              uint64_t last = __atomic_load_n(&words(bm.pageAt(pid))[kWords - 1], __ATOMIC_RELAXED);
+              std::atomic_thread_fence(std::memory_order_acquire);
+              if (PageState::stillValid(w, bm.state(pid).load())) {
+                if (m != magic(pid) || last != (magic(pid) ^ (kWords - 1))) badReads++;
+              }
+            }
+          }
+        }
+      } catch (const StorageError& e) {
+        ADD_FAILURE() << "thread " << t << ": " << e.status().toString();
+        errors++;
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  stop = true;
+  checker.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(badReads.load(), 0) << "a locked or validated read saw wrong content";
+  EXPECT_EQ(violations.load(), 0u) << "resident pages exceeded the pool; max seen " << maxSeen.load();
+  EXPECT_LE(maxSeen.load(), pool);
+  EXPECT_GT(checks.load(), 0u);
+  EXPECT_GT(counter(bm, Counter::kEvictions), 0u) << "the workload did not evict";
+  // No update was lost across eviction and read-in.
+  std::map<uint64_t, uint64_t> expected;
+  for (auto& m : increments) {
+    for (auto [pid, k] : m) expected[pid] += k;
+  }
+  for (uint64_t pid : pids) {
+    Page* p = bm.fixS(pid);
+    EXPECT_EQ(checkStamp(p, pid), "") << "page " << pid;
+    EXPECT_EQ(words(p)[1], expected[pid]) << "page " << pid << " lost updates";
+    bm.unfixS(pid);
+  }
+}
+
+TEST(BufferManager, EvictedPagesComeBackIntact) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 100);
+  // Half clean on storage, half only dirty in memory when evicted.
+  UNIT_ASSERT_OK(bm.flushAll());
+  for (size_t i = 0; i < pids.size(); i += 2) {
+    Page* p = bm.fixX(pids[i]);
+    words(p)[1] = 77;
+    BufferManager::markDirty(p);
+    bm.unfixX(pids[i]);
+  }
+  ASSERT_TRUE(vmsunit::evictAll(bm, pids));
+  for (uint64_t pid : pids) EXPECT_TRUE(isEvicted(bm, pid));
+  for (size_t i = 0; i < pids.size(); i++) {
+    uint64_t pid = pids[i];
+    Page* p = nullptr;
+    switch (i % 3) {
+      case 0:
+        p = bm.fixS(pid);
+        break;
+      case 1:
+        p = bm.fixX(pid);
+        break;
+      default:
+        bm.optimisticBegin(pid);  // reads it in too
+        p = bm.fixS(pid);
+    }
+    EXPECT_EQ(checkStamp(p, pid), "") << "page " << pid;
+    EXPECT_EQ(words(p)[1], i % 2 == 0 ? 77u : 0u) << "page " << pid;
+    EXPECT_FALSE(BufferManager::isDirty(p)) << "a page just read in is clean";
+    if (i % 3 == 1) {
+      bm.unfixX(pid);
+    } else {
+      bm.unfixS(pid);
+    }
+  }
+}
+
+TEST(BufferManager, DamagedPageOnStorageIsCorruption) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 10);
+  UNIT_ASSERT_OK(bm.flushAll());
+  const uint64_t bad = pids[4];
+  const uint64_t misplaced = pids[6];
+  // Damage the file behind the engine's back: flip a bit of `bad`, and put a copy of
+  // another page where `misplaced` belongs (intact checksum, wrong id).
+  int fd = ::open(env.dataPath().c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  std::vector<char> original(kPage), buf(kPage);
+  ASSERT_EQ(pread(fd, original.data(), kPage, static_cast<off_t>(bad * kPage)), static_cast<ssize_t>(kPage));
+  buf = original;
+  buf[1000] ^= 0x04;
+  ASSERT_EQ(pwrite(fd, buf.data(), kPage, static_cast<off_t>(bad * kPage)), static_cast<ssize_t>(kPage));
+  ASSERT_EQ(pread(fd, buf.data(), kPage, static_cast<off_t>(pids[5] * kPage)), static_cast<ssize_t>(kPage));
+  ASSERT_EQ(pwrite(fd, buf.data(), kPage, static_cast<off_t>(misplaced * kPage)), static_cast<ssize_t>(kPage));
+  ASSERT_EQ(fdatasync(fd), 0);
+
+  ASSERT_TRUE(vmsunit::evictAll(bm, {bad, misplaced}));
+  const uint64_t resident = bm.residentPages();
+  for (uint64_t pid : {bad, misplaced}) {
+    for (int round = 0; round < 2; round++) {  // a later fix still throws
+      EXPECT_EQ(codeOf([&] { bm.fixX(pid); }), Code::kCorruption) << "fixX " << pid;
+      EXPECT_TRUE(isEvicted(bm, pid)) << "page " << pid << " stays evicted";
+      EXPECT_EQ(codeOf([&] { bm.fixS(pid); }), Code::kCorruption) << "fixS " << pid;
+      EXPECT_TRUE(isEvicted(bm, pid));
+      EXPECT_EQ(codeOf([&] { bm.optimisticBegin(pid); }), Code::kCorruption) << "optimisticBegin " << pid;
+      EXPECT_TRUE(isEvicted(bm, pid));
+    }
+    EXPECT_EQ(bm.residentPages(), resident) << "a failed read gives its frame back";
+    bool listed = false;
+    bm.forEachResident([&](uint64_t r) { listed = listed || r == pid; });
+    EXPECT_FALSE(listed) << "a failed read is not in the resident set";
+  }
+  // The other pages are fine.
+  for (uint64_t pid : pids) {
+    if (pid == bad || pid == misplaced) continue;
+    Page* p = bm.fixS(pid);
+    EXPECT_EQ(checkStamp(p, pid), "");
+    bm.unfixS(pid);
+  }
+  // Once storage is repaired the page reads again (nothing is poisoned in memory).
+  ASSERT_EQ(pwrite(fd, original.data(), kPage, static_cast<off_t>(bad * kPage)), static_cast<ssize_t>(kPage));
+  ASSERT_EQ(fdatasync(fd), 0);
+  ::close(fd);
+  Page* p = bm.fixX(bad);
+  EXPECT_EQ(checkStamp(p, bad), "");
+  bm.unfixX(bad);
+}
+
+TEST(BufferManager, NonexistentPageIsCorruption) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 5);
+  const uint64_t count = bm.pageCount();
+  ASSERT_EQ(count, 6u);
+  for (uint64_t pid : {uint64_t{0}, count, count + 1, uint64_t{1} << 19, ~uint64_t{0} >> 1}) {
+    EXPECT_EQ(codeOf([&] { bm.fixX(pid); }), Code::kCorruption) << "fixX " << pid;
+    EXPECT_EQ(codeOf([&] { bm.fixS(pid); }), Code::kCorruption) << "fixS " << pid;
+    EXPECT_EQ(codeOf([&] { bm.checkExists(pid); }), Code::kCorruption) << "checkExists " << pid;
+  }
+  for (uint64_t pid : pids) EXPECT_EQ(codeOf([&] { bm.checkExists(pid); }), Code::kOk);
+}
+
+TEST(BufferManager, CountersMoveAsExpected) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 10);
+  EXPECT_EQ(counter(bm, Counter::kHits), 0u) << "allocation is not an access";
+  EXPECT_EQ(counter(bm, Counter::kMisses), 0u);
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 0u);
+  EXPECT_EQ(counter(bm, Counter::kEvictions), 0u);
+  EXPECT_EQ(counter(bm, Counter::kReleaseCalls), 0u);
+
+  bm.fixX(pids[0]);
+  bm.unfixX(pids[0]);
+  EXPECT_EQ(counter(bm, Counter::kHits), 1u);
+  bm.fixS(pids[1]);
+  bm.unfixS(pids[1]);
+  EXPECT_EQ(counter(bm, Counter::kHits), 2u);
+  bm.optimisticBegin(pids[2]);
+  EXPECT_EQ(counter(bm, Counter::kHits), 3u);
+  EXPECT_EQ(counter(bm, Counter::kMisses), 0u);
+
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 10u);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 10u) << "clean pages are not written again";
+
+  ASSERT_TRUE(vmsunit::evictAll(bm, pids));
+  uint64_t evictions = counter(bm, Counter::kEvictions);
+  EXPECT_GE(evictions, 10u);
+  EXPECT_GE(counter(bm, Counter::kReleaseCalls), 1u);
+  EXPECT_LE(counter(bm, Counter::kReleaseCalls), evictions);
+  EXPECT_GT(counter(bm, Counter::kPagesWritten), 10u) << "the dirty fillers were written";
+
+  // A miss is counted once per page read from storage.
+  uint64_t misses = counter(bm, Counter::kMisses);
+  bm.fixX(pids[0]);
+  bm.unfixX(pids[0]);
+  EXPECT_EQ(counter(bm, Counter::kMisses), misses + 1);
+  bm.fixS(pids[1]);
+  bm.unfixS(pids[1]);
+  EXPECT_EQ(counter(bm, Counter::kMisses), misses + 2);
+  bm.optimisticBegin(pids[2]);
+  EXPECT_EQ(counter(bm, Counter::kMisses), misses + 3);
+
+  Stats s;
+  bm.fillStats(&s);
+  EXPECT_EQ(s.misses, misses + 3);
+  EXPECT_EQ(s.evictions, counter(bm, Counter::kEvictions));
+  EXPECT_EQ(s.pages_written, counter(bm, Counter::kPagesWritten));
+  EXPECT_EQ(s.release_calls, counter(bm, Counter::kReleaseCalls));
+  EXPECT_EQ(s.pool_pages, 256u);
+  EXPECT_EQ(s.resident_pages, bm.residentPages());
+  EXPECT_LE(s.resident_pages, s.pool_pages);
+  EXPECT_EQ(s.page_count, bm.pageCount());
+  EXPECT_EQ(s.free_pages, 0u);
+  EXPECT_GE(s.file_bytes, 11 * kPage);
+}
+
+// Stats says hits are "page accesses that found the page resident" and misses "page
+// accesses that read the page from storage": one access that misses is not also a hit.
+TEST(BufferManager, MissIsNotAlsoCountedAsHit) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 3);
+  ASSERT_TRUE(vmsunit::evictAll(bm, pids));
+  uint64_t hits = counter(bm, Counter::kHits);
+  bm.fixX(pids[0]);
+  bm.unfixX(pids[0]);
+  EXPECT_EQ(counter(bm, Counter::kHits), hits) << "fixX of an evicted page";
+  bm.fixS(pids[1]);
+  bm.unfixS(pids[1]);
+  EXPECT_EQ(counter(bm, Counter::kHits), hits) << "fixS of an evicted page";
+  bm.optimisticBegin(pids[2]);
+  EXPECT_EQ(counter(bm, Counter::kHits), hits) << "optimisticBegin of an evicted page";
+}
+
+TEST(BufferManager, EvictionUsesBatchedRelease) {
+  const uint64_t pool = 256;
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  allocStamped(bm, vmsunit::scaled<size_t>(4000, 1500));
+  uint64_t evictions = counter(bm, Counter::kEvictions);
+  uint64_t calls = counter(bm, Counter::kReleaseCalls);
+  std::printf("[ BufferMgr] batchedRelease=%d evictions=%llu release_calls=%llu\n",
+              bm.batchedRelease() ? 1 : 0, static_cast<unsigned long long>(evictions),
+              static_cast<unsigned long long>(calls));
+  ASSERT_GT(evictions, 0u);
+  ASSERT_GT(calls, 0u);
+  if (bm.batchedRelease()) {
+    EXPECT_LE(calls * 8, evictions) << "evictions are not batched: one system call per batch";
+  } else {
+    EXPECT_LE(calls, evictions);
+  }
+}
+
+TEST(BufferManager, WriteHookRunsOnceBeforeFirstWriteAfterCheckpoint) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  int calls = 0;
+  uint64_t writtenAtHook = ~0ull;
+  Status hookResult = Status::OK();
+  bm.setWriteHook([&] {
+    calls++;
+    writtenAtHook = bm.counters().sum(Counter::kPagesWritten);
+    return hookResult;
+  });
+  auto dirty = [&](uint64_t pid) {
+    Page* p = bm.fixX(pid);
+    words(p)[1]++;
+    BufferManager::markDirty(p);
+    bm.unfixX(pid);
+  };
+  std::vector<uint64_t> pids = allocStamped(bm, 5);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 0) << "no checkpoint yet: no hook";
+
+  bm.checkpointDone();
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 0) << "nothing written: no hook";
+  dirty(pids[0]);
+  uint64_t written = counter(bm, Counter::kPagesWritten);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(writtenAtHook, written) << "the hook runs before the page write";
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), written + 1);
+  dirty(pids[1]);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 1) << "only once per checkpoint";
+  // Writes by eviction count too.
+  allocStamped(bm, 600);
+  EXPECT_GT(counter(bm, Counter::kPagesWritten), written + 2);
+  EXPECT_EQ(calls, 1);
+
+  bm.checkpointDone();
+  written = counter(bm, Counter::kPagesWritten);
+  allocStamped(bm, 600);  // eviction writes dirty pages
+  EXPECT_GT(counter(bm, Counter::kPagesWritten), written);
+  EXPECT_EQ(calls, 2) << "the first eviction write after the checkpoint runs the hook";
+  EXPECT_EQ(writtenAtHook, written);
+
+  // runWriteHook runs a pending hook once, and nothing when none is pending.
+  UNIT_ASSERT_OK(bm.runWriteHook());
+  EXPECT_EQ(calls, 2);
+  bm.checkpointDone();
+  UNIT_ASSERT_OK(bm.runWriteHook());
+  EXPECT_EQ(calls, 3);
+  UNIT_ASSERT_OK(bm.runWriteHook());
+  EXPECT_EQ(calls, 3);
+  dirty(pids[2]);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 3);
+
+  // writeLocked runs it too.
+  bm.checkpointDone();
+  Page* p = bm.fixX(pids[3]);
+  BufferManager::markDirty(p);
+  written = counter(bm, Counter::kPagesWritten);
+  UNIT_ASSERT_OK(bm.writeLocked(pids[3]));
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), written + 1);
+  EXPECT_FALSE(BufferManager::isDirty(p));
+  bm.unfixX(pids[3]);
+}
+
+TEST(BufferManager, FailingWriteHookStopsTheWriteAndStaysPending) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  int calls = 0;
+  Status hookResult = Status::IOError("hook failed");
+  bm.setWriteHook([&] {
+    calls++;
+    return hookResult;
+  });
+  std::vector<uint64_t> pids = allocStamped(bm, 3);
+  bm.checkpointDone();
+  Status st = bm.flushAll();
+  EXPECT_EQ(st.code(), Code::kIOError) << st.toString();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 0u) << "no page written without the hook";
+  for (uint64_t pid : pids) EXPECT_TRUE(BufferManager::isDirty(bm.pageAt(pid)));
+  for (uint64_t pid : pids) EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kUnlocked);
+  hookResult = Status::OK();
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 2) << "the hook is retried";
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 3u);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(BufferManager, FlushAllWritesEveryDirtyPage) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 100);
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 100u);
+  bm.forEachResident([&](uint64_t pid) {
+    EXPECT_FALSE(BufferManager::isDirty(bm.pageAt(pid))) << "page " << pid << " still dirty";
+  });
+  EXPECT_GE(env.file.sizeBytes(), 101 * kPage);
+  // On storage: intact, with the content.
+  vmsunit::AlignedPages buf(1);
+  for (uint64_t pid : pids) {
+    UNIT_ASSERT_OK(env.file.readPage(pid, buf.data()));
+    Page* p = buf.as<Page>();
+    EXPECT_TRUE(pageIsIntact(p, pid)) << "page " << pid;
+    EXPECT_EQ(checkStamp(p, pid), "") << "page " << pid;
+  }
+  // Only what changed is written again.
+  for (size_t i = 0; i < 10; i++) {
+    Page* p = bm.fixX(pids[i * 7]);
+    words(p)[1] = 5;
+    BufferManager::markDirty(p);
+    bm.unfixX(pids[i * 7]);
+  }
+  UNIT_ASSERT_OK(bm.flushAll());
+  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 110u);
+  UNIT_ASSERT_OK(env.file.readPage(pids[7], buf.data()));
+  EXPECT_EQ(words(buf.as<Page>())[1], 5u);
+}
+
+TEST(BufferManager, FlushAllWaitsForLockedPages) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, 10);
+  Page* p = bm.fixX(pids[0]);  // dirty and locked by someone else
+  std::atomic<bool> flushed{false};
+  Status st;
+  std::thread t([&] {
+    st = bm.flushAll();
+    flushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  words(p)[1] = 99;
+  bm.unfixX(pids[0]);
+  t.join();
+  ASSERT_TRUE(st.ok()) << st.toString();
+  EXPECT_FALSE(BufferManager::isDirty(bm.pageAt(pids[0])));
+  vmsunit::AlignedPages buf(1);
+  UNIT_ASSERT_OK(env.file.readPage(pids[0], buf.data()));
+  EXPECT_TRUE(pageIsIntact(buf.as<Page>(), pids[0]));
+}
+
+TEST(BufferManager, NoSpaceAtMaxPages) {
+  const uint64_t maxPages = 300;
+  BufferEnv env(256, maxPages);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids = allocStamped(bm, maxPages - 1);
+  EXPECT_EQ(bm.pageCount(), maxPages);
+  EXPECT_EQ(codeOf([&] { bm.allocPage(PageKind::kValue); }), Code::kNoSpace);
+  EXPECT_EQ(bm.pageCount(), maxPages) << "a failed allocation does not grow the count";
+  bm.fixX(pids[10]);
+  bm.freePage(pids[10]);
+  Page* p = bm.allocPage(PageKind::kValue);
+  EXPECT_EQ(p->header.pid, pids[10]) << "free space is used before the file grows";
+  bm.unfixX(pids[10]);
+  EXPECT_EQ(codeOf([&] { bm.allocPage(PageKind::kValue); }), Code::kNoSpace);
+  // Everything still reads back.
+  for (uint64_t pid : pids) {
+    if (pid == pids[10]) continue;
+    Page* q = bm.fixS(pid);
+    ASSERT_EQ(checkStamp(q, pid), "") << "page " << pid;
+    bm.unfixS(pid);
+  }
+}
+
+TEST(BufferManager, NoMemoryWhenEveryPageIsLocked) {
+  const uint64_t pool = 256;
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> held;
+  Code code = Code::kOk;
+  // Allocate while keeping every page locked: nothing can be evicted.
+  for (uint64_t i = 0; i < pool + 1 && code == Code::kOk; i++) {
+    try {
+      Page* p = bm.allocPage(PageKind::kValue);
+      held.push_back(p->header.pid);
+      ASSERT_LE(bm.residentPages(), pool);
+    } catch (const StorageError& e) {
+      code = e.status().code();
+    }
+  }
+  EXPECT_EQ(code, Code::kNoMemory);
+  EXPECT_EQ(held.size(), pool);
+  EXPECT_LE(bm.residentPages(), pool);
+  for (uint64_t pid : held) bm.unfixX(pid);
+  // With the locks gone allocation works again.
+  Page* p = bm.allocPage(PageKind::kValue);
+  bm.unfixX(p->header.pid);
+}
+
+}  // namespace

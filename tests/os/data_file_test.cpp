@@ -1,0 +1,250 @@
+// Unit tests of os/data_file.hpp: whole-page reads and writes, reads past the end and of
+// a truncated file, and the directory lock (same process, after release, other process).
+#include "os/data_file.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "unit_util.hpp"
+
+namespace {
+
+using vmstore::Status;
+using vmstore::internal::DataFile;
+using vmstore::internal::DirectoryLock;
+using Code = vmstore::Status::Code;
+constexpr size_t kPage = DataFile::kPageSize;
+
+void fillPattern(uint8_t* p, uint64_t seed) {
+  for (size_t i = 0; i < kPage; i++) p[i] = static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff);
+}
+
+bool hasPattern(const uint8_t* p, uint64_t seed, size_t from = 0, size_t to = kPage) {
+  for (size_t i = from; i < to; i++) {
+    if (p[i] != static_cast<uint8_t>((seed * 131 + i * 7 + (i >> 8)) & 0xff)) return false;
+  }
+  return true;
+}
+
+bool isZero(const uint8_t* p, size_t from = 0, size_t to = kPage) {
+  for (size_t i = from; i < to; i++) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+TEST(DataFile, WriteReadRoundTrip) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  std::printf("[ DataFile ] O_DIRECT: %s\n", f.directIo() ? "yes" : "no (page cache)");
+  EXPECT_EQ(f.path(), dir.file("data"));
+  EXPECT_EQ(f.sizeBytes(), 0u);
+  vmsunit::AlignedPages buf(1);
+  const uint64_t pids[] = {0, 1, 2, 7, 3, 100};
+  for (uint64_t pid : pids) {
+    fillPattern(buf.data(), pid);
+    UNIT_ASSERT_OK(f.writePage(pid, buf.data()));
+  }
+  EXPECT_EQ(f.sizeBytes(), 101 * kPage);
+  UNIT_ASSERT_OK(f.sync());
+  for (uint64_t pid : pids) {
+    std::memset(buf.data(), 0xAB, kPage);
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid;
+  }
+  // Holes between written pages read as zeros.
+  for (uint64_t pid : {4ull, 50ull, 99ull}) {
+    std::memset(buf.data(), 0xAB, kPage);
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(isZero(buf.data())) << "hole page " << pid;
+  }
+  // Overwrite in place.
+  fillPattern(buf.data(), 999);
+  UNIT_ASSERT_OK(f.writePage(2, buf.data()));
+  std::memset(buf.data(), 0, kPage);
+  UNIT_ASSERT_OK(f.readPage(2, buf.data()));
+  EXPECT_TRUE(hasPattern(buf.data(), 999));
+  f.close();
+
+  // Reopen without create: the content is there.
+  DataFile g;
+  UNIT_ASSERT_OK(g.open(dir.file("data"), false));
+  UNIT_ASSERT_OK(g.readPage(7, buf.data()));
+  EXPECT_TRUE(hasPattern(buf.data(), 7));
+}
+
+TEST(DataFile, WriteBatchRoundTrip) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  std::printf("[ DataFile ] batched writes (io_uring): %s\n", f.batchedWrites() ? "yes" : "no");
+  const size_t n = 300;
+  vmsunit::AlignedPages bufs(n);
+  std::vector<vmstore::internal::PageWrite> writes;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t pid = (i * 37) % 1000 + 1;  // scattered, unsorted, distinct
+    fillPattern(bufs.page(i), pid);
+    writes.push_back({pid, bufs.page(i)});
+  }
+  UNIT_ASSERT_OK(f.writeBatch(writes));
+  UNIT_ASSERT_OK(f.writeBatch({}));
+  vmsunit::AlignedPages buf(1);
+  for (auto& w : writes) {
+    std::memset(buf.data(), 0xAB, kPage);
+    UNIT_ASSERT_OK(f.readPage(w.pid, buf.data()));
+    EXPECT_TRUE(hasPattern(buf.data(), w.pid)) << "page " << w.pid;
+  }
+  // Batches from several threads at once.
+  std::vector<std::thread> threads;
+  std::vector<Status> results(4);
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      std::vector<vmstore::internal::PageWrite> mine;
+      for (size_t i = t; i < n; i += 4) mine.push_back(writes[i]);
+      results[t] = f.writeBatch(mine);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto& r : results) EXPECT_TRUE(r.ok()) << r.toString();
+  for (auto& w : writes) {
+    UNIT_ASSERT_OK(f.readPage(w.pid, buf.data()));
+    EXPECT_TRUE(hasPattern(buf.data(), w.pid)) << "page " << w.pid;
+  }
+}
+
+TEST(DataFile, OpenMissingWithoutCreateFails) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  Status st = f.open(dir.file("absent"), false);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kIOError) << st.toString();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("absent")));
+}
+
+TEST(DataFile, ReadPastEndGivesZeros) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  vmsunit::AlignedPages buf(1);
+  // Empty file.
+  std::memset(buf.data(), 0xAB, kPage);
+  UNIT_ASSERT_OK(f.readPage(0, buf.data()));
+  EXPECT_TRUE(isZero(buf.data()));
+  fillPattern(buf.data(), 1);
+  UNIT_ASSERT_OK(f.writePage(0, buf.data()));
+  for (uint64_t pid : {1ull, 2ull, 1000ull, 1ull << 30}) {
+    std::memset(buf.data(), 0xAB, kPage);
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(isZero(buf.data())) << "page " << pid;
+  }
+  EXPECT_EQ(f.sizeBytes(), kPage) << "reading never grows the file";
+}
+
+TEST(DataFile, TruncatedFileReadsDataThenZeros) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  vmsunit::AlignedPages buf(1);
+  for (uint64_t pid = 0; pid < 3; pid++) {
+    fillPattern(buf.data(), pid + 10);
+    UNIT_ASSERT_OK(f.writePage(pid, buf.data()));
+  }
+  UNIT_ASSERT_OK(f.sync());
+  // Cut the file in the middle of page 1 (behind the DataFile's back).
+  const size_t cut = kPage + 1000;
+  ASSERT_EQ(::truncate(dir.file("data").c_str(), static_cast<off_t>(cut)), 0) << std::strerror(errno);
+  EXPECT_EQ(f.sizeBytes(), cut);
+
+  std::memset(buf.data(), 0xAB, kPage);
+  UNIT_ASSERT_OK(f.readPage(0, buf.data()));
+  EXPECT_TRUE(hasPattern(buf.data(), 10)) << "page 0 is whole";
+
+  std::memset(buf.data(), 0xAB, kPage);
+  Status st = f.readPage(1, buf.data());
+  ASSERT_TRUE(st.ok()) << "a short read is not an error: " << st.toString();
+  EXPECT_TRUE(hasPattern(buf.data(), 11, 0, 1000)) << "the part before the cut is data";
+  EXPECT_TRUE(isZero(buf.data(), 1000, kPage)) << "the part after the cut is zeros";
+
+  std::memset(buf.data(), 0xAB, kPage);
+  UNIT_ASSERT_OK(f.readPage(2, buf.data()));
+  EXPECT_TRUE(isZero(buf.data())) << "page 2 is entirely past the end";
+
+  // Odd cuts that are not multiples of 512 either (O_DIRECT alignment).
+  for (size_t c : {size_t{1}, size_t{511}, size_t{513}, kPage - 1}) {
+    ASSERT_EQ(::truncate(dir.file("data").c_str(), static_cast<off_t>(c)), 0);
+    std::memset(buf.data(), 0xAB, kPage);
+    st = f.readPage(0, buf.data());
+    ASSERT_TRUE(st.ok()) << "cut at " << c << ": " << st.toString();
+    EXPECT_TRUE(hasPattern(buf.data(), 10, 0, c)) << "cut at " << c;
+    EXPECT_TRUE(isZero(buf.data(), c, kPage)) << "cut at " << c;
+  }
+}
+
+TEST(DataFile, DirectoryLockSameProcess) {
+  vmsunit::ScratchDir dir;
+  DirectoryLock a;
+  UNIT_ASSERT_OK(a.acquire(dir.str()));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("LOCK")));
+  {
+    DirectoryLock b;
+    Status st = b.acquire(dir.str());
+    EXPECT_EQ(st.code(), Code::kBusy) << st.toString();
+  }
+  a.release();
+  {
+    DirectoryLock b;
+    UNIT_ASSERT_OK(b.acquire(dir.str()));
+    DirectoryLock c;
+    EXPECT_EQ(c.acquire(dir.str()).code(), Code::kBusy);
+  }  // b's destructor releases
+  DirectoryLock d;
+  UNIT_ASSERT_OK(d.acquire(dir.str()));
+  d.release();
+  d.release();  // twice is harmless
+  UNIT_ASSERT_OK(a.acquire(dir.str()));
+}
+
+TEST(DataFile, DirectoryLockMissingDirectory) {
+  vmsunit::ScratchDir dir;
+  DirectoryLock a;
+  Status st = a.acquire(dir.file("no/such/dir"));
+  EXPECT_EQ(st.code(), Code::kIOError) << st.toString();
+}
+
+// Runs lock.acquire(dir) in a forked child; returns the child's Status code.
+int childAcquireCode(const std::string& dir) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    DirectoryLock lock;
+    Status st = lock.acquire(dir);
+    _exit(st.code() == Code::kBusy ? 10 : st.ok() ? 11 : 12);
+  }
+  EXPECT_GT(pid, 0) << "fork: " << std::strerror(errno);
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+TEST(DataFile, DirectoryLockOtherProcess) {
+  vmsunit::ScratchDir dir;
+  DirectoryLock a;
+  UNIT_ASSERT_OK(a.acquire(dir.str()));
+  EXPECT_EQ(childAcquireCode(dir.str()), 10) << "another process must get Busy";
+  a.release();
+  EXPECT_EQ(childAcquireCode(dir.str()), 11) << "after release another process gets the lock";
+  // The child's lock died with it.
+  UNIT_ASSERT_OK(a.acquire(dir.str()));
+}
+
+}  // namespace

@@ -1,0 +1,155 @@
+// Shared helpers of vmstore's UNIT tests (tests/{sync,os,buffer,btree}/*_test.cpp):
+// the test scale, scratch directories, 4 KiB-aligned page buffers and a buffer manager
+// over a fresh data file.
+//
+// Header-only (inline), namespace vmsunit: every tests/**/*_test.cpp file is compiled
+// into one executable together with the end-to-end tests (namespace vmstest).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "buffer/buffer_manager.hpp"
+#include "os/data_file.hpp"
+
+#ifndef VMSTORE_TEST_TMPDIR
+#error "VMSTORE_TEST_TMPDIR must name a scratch directory"
+#endif
+
+// ASSERT that an expression yields an OK vmstore::Status, printing it otherwise.
+#define UNIT_ASSERT_OK(expr)                                                                \
+  do {                                                                                      \
+    ::vmstore::Status unit_assert_status_ = (expr);                                         \
+    ASSERT_TRUE(unit_assert_status_.ok()) << #expr << " -> " << unit_assert_status_.toString(); \
+  } while (0)
+
+namespace vmsunit {
+
+namespace fs = std::filesystem;
+
+// True when VMSTORE_TEST_SCALE=small (the sanitizer runs): tests shrink their sizes.
+inline bool smallScale() {
+  const char* s = std::getenv("VMSTORE_TEST_SCALE");
+  return s != nullptr && std::string_view(s) == "small";
+}
+
+// `full` normally, `small` when VMSTORE_TEST_SCALE=small.
+template <class T>
+inline T scaled(T full, T small) {
+  return smallScale() ? small : full;
+}
+
+// A fresh, empty directory under VMSTORE_TEST_TMPDIR named after the running test,
+// removed again (with its content) when the object goes away.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string name = "unit";
+    if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
+      name += std::string("-") + info->test_suite_name() + "-" + info->name();
+    }
+    for (char& c : name) {
+      if (c == '/') c = '_';
+    }
+    name += "-" + std::to_string(::getpid());
+    path_ = fs::path(VMSTORE_TEST_TMPDIR) / name;
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// `pages` zeroed pages of 4 KiB, 4 KiB aligned (O_DIRECT buffers, B+tree nodes).
+class AlignedPages {
+ public:
+  explicit AlignedPages(size_t pages = 1) : bytes_(pages * 4096) {
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::memset(data_, 0, bytes_);
+  }
+  ~AlignedPages() { std::free(data_); }
+  AlignedPages(const AlignedPages&) = delete;
+  AlignedPages& operator=(const AlignedPages&) = delete;
+
+  uint8_t* data() const { return data_; }
+  uint8_t* page(size_t i) const { return data_ + i * 4096; }
+  size_t bytes() const { return bytes_; }
+  template <class T>
+  T* as(size_t i = 0) const {
+    return reinterpret_cast<T*>(page(i));
+  }
+
+ private:
+  uint8_t* data_;
+  size_t bytes_;
+};
+
+// A buffer manager over a fresh data file in a scratch directory. Page 0 stands for the
+// superblock (never handed out), as in the database: the manager starts with pageCount 1.
+struct BufferEnv {
+  explicit BufferEnv(uint64_t poolPages = 256, uint64_t maxPages = 1 << 20) {
+    vmstore::Status st = file.open(dir.file("data.vms"), true);
+    if (!st.ok()) throw std::runtime_error("cannot open data file: " + st.toString());
+    bm = std::make_unique<vmstore::internal::BufferManager>(&file, poolPages, maxPages, 1);
+  }
+  ~BufferEnv() {
+    bm.reset();
+    file.close();
+  }
+  std::string dataPath() const { return dir.file("data.vms"); }
+
+  ScratchDir dir;
+  vmstore::internal::DataFile file;
+  std::unique_ptr<vmstore::internal::BufferManager> bm;
+};
+
+// Touches other pages (allocating up to 2 pools of filler pages, then reading them in
+// turn) until every page in `targets` is evicted. False if that did not happen.
+inline bool evictAll(vmstore::internal::BufferManager& bm, const std::vector<uint64_t>& targets) {
+  using vmstore::internal::PageState;
+  auto allEvicted = [&] {
+    for (uint64_t pid : targets) {
+      if (PageState::stateOf(bm.state(pid).load()) != PageState::kEvicted) return false;
+    }
+    return true;
+  };
+  std::vector<uint64_t> fillers;
+  for (uint64_t i = 0; i < 50 * bm.poolPages(); i++) {
+    if (allEvicted()) return true;
+    if (fillers.size() < 2 * bm.poolPages()) {
+      vmstore::internal::Page* p = bm.allocPage(vmstore::internal::PageKind::kValue);
+      fillers.push_back(p->header.pid);
+      bm.unfixX(p->header.pid);
+    } else {
+      uint64_t pid = fillers[i % fillers.size()];
+      bm.fixS(pid);
+      bm.unfixS(pid);
+    }
+  }
+  return allEvicted();
+}
+
+}  // namespace vmsunit
