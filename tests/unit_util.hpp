@@ -127,7 +127,8 @@ struct BufferEnv {
 };
 
 // Touches other pages (allocating up to 2 pools of filler pages, then reading them in
-// turn) until every page in `targets` is evicted. False if that did not happen.
+// turn) until every page in `targets` is evicted. False if that did not happen. The
+// fillers are freed again at the end (they go to the free space, the file stays grown).
 inline bool evictAll(vmstore::internal::BufferManager& bm, const std::vector<uint64_t>& targets) {
   using vmstore::internal::PageState;
   auto allEvicted = [&] {
@@ -137,6 +138,16 @@ inline bool evictAll(vmstore::internal::BufferManager& bm, const std::vector<uin
     return true;
   };
   std::vector<uint64_t> fillers;
+  struct FreeFillers {
+    vmstore::internal::BufferManager& bm;
+    std::vector<uint64_t>& fillers;
+    ~FreeFillers() {
+      for (uint64_t pid : fillers) {
+        bm.fixX(pid);
+        bm.freePage(pid);
+      }
+    }
+  } freeFillers{bm, fillers};
   for (uint64_t i = 0; i < 50 * bm.poolPages(); i++) {
     if (allEvicted()) return true;
     if (fillers.size() < 2 * bm.poolPages()) {

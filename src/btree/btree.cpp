@@ -284,7 +284,7 @@ bool BTree::remove(Bytes key) {
       valuePage = ref.pid;
     }
     node->removeSlot(pos);
-    bool underfull = node->freeSpaceAfterCompaction() >= BTreeNode::kUnderfullFree;
+    bool underfull = node->underfull();
     uint64_t pid = node.pid();
     node.release();
     if (valuePage != kNoPage) freeValuePage(valuePage);
@@ -304,8 +304,7 @@ void BTree::mergeUnderfull(Bytes key, uint64_t pid) {
       GuardO<BTreeNode> parentO;
       GuardO<BTreeNode> nodeO;
       descend(key, &parentO, &nodeO, pid);
-      if (nodeO.pid() != pid || !parentO.held() ||
-          nodeO->freeSpaceAfterCompaction() < BTreeNode::kUnderfullFree) {
+      if (nodeO.pid() != pid || !parentO.held() || !nodeO->underfull()) {
         nodeO.validate();
         return;
       }
@@ -332,7 +331,7 @@ void BTree::mergeUnderfull(Bytes key, uint64_t pid) {
         left.freePage();
       }
       parentPid = parent.pid();
-      parentUnderfull = parent->freeSpaceAfterCompaction() >= BTreeNode::kUnderfullFree;
+      parentUnderfull = parent->underfull();
       rootEmpty = parentPid == root_ && parent->count == 0;
     });
     if (rootEmpty) {

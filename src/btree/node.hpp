@@ -72,8 +72,9 @@ struct BTreeNode {
   // Largest key+payload stored in one slot. With two fences of up to kMaxKeySize, a node
   // always has room for one such entry, which is what makes every split terminate.
   static constexpr unsigned kMaxEntry = 1536;
-  // A node with at least this much free space after compaction is merged when possible.
-  static constexpr unsigned kUnderfullFree = (kPageSize * 3) / 4;
+  // A node whose entries (not counting its fences) take at most this many bytes is
+  // merged with a sibling when the two fit in one page.
+  static constexpr unsigned kUnderfullBytes = kPageSize / 4;
 
   bool isLeaf() const { return page.kind == PageKind::kBTreeLeaf; }
   bool isInner() const { return page.kind == PageKind::kBTreeInner; }
@@ -107,6 +108,10 @@ struct BTreeNode {
   unsigned freeSpace() const { return dataOffset - (kHeaderSize + count * kSlotSize); }
   unsigned freeSpaceAfterCompaction() const {
     return kPageSize - (kHeaderSize + count * kSlotSize) - spaceUsed;
+  }
+  bool underfull() const {
+    unsigned entries = spaceUsed - lowerFence.len - upperFence.len + count * kSlotSize;
+    return entries <= kUnderfullBytes;
   }
   unsigned spaceNeeded(unsigned keyLen, unsigned payloadLen) const {
     return kSlotSize + (keyLen - prefixLen) + payloadLen;

@@ -78,18 +78,20 @@ Page* BufferManager::fixX(uint64_t pid) {
 Page* BufferManager::fixS(uint64_t pid) {
   checkExists(pid);
   PageState& ps = state(pid);
+  bool missed = false;
   for (;;) {
     uint64_t w = ps.load();
     uint64_t s = PageState::stateOf(w);
     if (s == PageState::kEvicted) {
       if (ps.tryLockX(w)) {
         readInLocked(pid);
+        missed = true;
         ps.unlockX();
       }
     } else if (s == PageState::kLocked || s == PageState::kMaxShared) {
       ps.waitChange(w);
     } else if (ps.tryLockS(w)) {
-      counters_.add(Counter::kHits);
+      if (!missed) counters_.add(Counter::kHits);
       return pageAt(pid);
     }
   }
@@ -97,11 +99,12 @@ Page* BufferManager::fixS(uint64_t pid) {
 
 uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
   PageState& ps = state(pid);
+  bool missed = false;
   for (;;) {
     uint64_t w = ps.load();
     uint64_t s = PageState::stateOf(w);
     if (s <= PageState::kMaxShared) {
-      counters_.add(Counter::kHits);
+      if (!missed) counters_.add(Counter::kHits);
       return w;
     }
     if (s == PageState::kMarked) {
@@ -109,6 +112,7 @@ uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
     } else if (s == PageState::kEvicted) {
       if (ps.tryLockX(w)) {
         readInLocked(pid);
+        missed = true;
         ps.unlockX();
       }
     } else {

@@ -11,9 +11,11 @@ uint32_t checksumOf(const Page* page) {
 }  // namespace
 
 void sealPage(Page* page, uint64_t pid) {
-  page->header.pid = pid;
+  // Runs under a shared lock while other holders may read the page: write only what
+  // changes, and the checksum (read by nobody in memory) atomically.
+  if (page->header.pid != pid) page->header.pid = pid;
   __atomic_store_n(&page->header.dirty, 0, __ATOMIC_RELAXED);
-  page->header.checksum = checksumOf(page);
+  __atomic_store_n(&page->header.checksum, checksumOf(page), __ATOMIC_RELAXED);
 }
 
 bool pageIsIntact(const Page* page, uint64_t pid) {

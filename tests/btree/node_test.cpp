@@ -547,7 +547,7 @@ TEST(BTreeNode, MergeLeavesWithPrefixes) {
   put(parent.n, "key200", childBytes(2));
   parent->upper = 3;
   Node left(true, "key100", "key200"), right(true, "key200", "key300");
-  EXPECT_EQ(left->prefixLen, 4);
+  EXPECT_EQ(left->prefixLen, 3);  // "key"
   Entries all;
   for (unsigned i = 101; i < 300; i += 7) {
     std::string k = numKey("key", i, 3) + "suffix";
@@ -558,7 +558,7 @@ TEST(BTreeNode, MergeLeavesWithPrefixes) {
   EXPECT_EQ(entriesOf(right.n), all);
   EXPECT_EQ(str(right->lowerFenceKey()), "key100");
   EXPECT_EQ(str(right->upperFenceKey()), "key300");
-  EXPECT_EQ(right->prefixLen, 4);
+  EXPECT_EQ(right->prefixLen, 3);
   EXPECT_EQ(right->verify(), "");
   ASSERT_EQ(parent->count, 1);
   EXPECT_EQ(parent->keyString(0), "key100");

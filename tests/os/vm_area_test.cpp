@@ -212,7 +212,9 @@ TEST(VmArea, ResidentMemoryDropsAfterRelease) {
     for (unsigned char c : vec) n += c & 1;
     return n;
   };
-  EXPECT_EQ(residentTotal(), 0u) << "nothing is committed before use";
+  // Nothing is committed before use, except that deciding batchedRelease() may have
+  // touched page 0 (its zero page can stay mapped).
+  EXPECT_LE(residentTotal(), 1u) << "nothing is committed before use";
   for (uint64_t pid : all) a.pageAddress(pid)[123] = 1;
   EXPECT_EQ(residentTotal(), pages);
   // Release every other page in one batch, then the rest.
