@@ -1,5 +1,6 @@
 #include "api/superblock.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -138,6 +139,11 @@ Status readFreeList(const DataFile& file, uint64_t head, uint64_t count, uint64_
       free->push_back(p->pids[i]);
     }
     pid = p->next;
+  }
+  std::vector<uint64_t> sorted(*free);
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Status::Corruption("free list holds a page id twice");
   }
   if (free->size() != count) {
     return Status::Corruption("free list holds " + std::to_string(free->size()) + " pages, superblock says " +
