@@ -144,6 +144,10 @@ void expectSoundAndAccounted(BufferManager& bm, std::vector<BTree*> trees) {
   EXPECT_EQ(used.count(0), 0u);
 }
 
+// The pool of the tree tests: small enough that the workloads evict (a quarter of the
+// API's minimum at the small scale, where the workloads are small too).
+uint64_t treePool() { return vmsunit::scaled<uint64_t>(256, 64); }
+
 unsigned heightOf(BufferManager& bm, uint64_t root) {
   unsigned h = 1;
   uint64_t pid = root;
@@ -165,7 +169,7 @@ Code codeOf(const std::function<void()>& fn) {
 }
 
 TEST(BTree, EmptyTree) {
-  BufferEnv env(256);
+  BufferEnv env(treePool());
   BTree t(*env.bm, BTree::create(*env.bm));
   EXPECT_GE(t.rootPid(), 1u);
   bool found;
@@ -179,7 +183,7 @@ TEST(BTree, EmptyTree) {
 }
 
 TEST(BTree, RandomWorkloadMatchesMap) {
-  BufferEnv env(256);
+  BufferEnv env(treePool());
   BufferManager& bm = *env.bm;
   BTree t(bm, BTree::create(bm));
   Model model;
@@ -249,7 +253,7 @@ TEST(BTree, RandomWorkloadMatchesMap) {
 }
 
 TEST(BTree, OutOfLineValuesRoundTripAndAreFreed) {
-  BufferEnv env(256);
+  BufferEnv env(treePool());
   BufferManager& bm = *env.bm;
   BTree t(bm, BTree::create(bm));
   std::mt19937_64 rng(8);
@@ -336,7 +340,7 @@ TEST(BTree, OutOfLineValuesRoundTripAndAreFreed) {
 // Inserts keys (random order) with values of valueLen bytes until height >= 3, then
 // deletes them all: the tree must shrink back to its root leaf, every other page free.
 void growAndShrink(std::vector<std::string> keys, size_t valueLen) {
-  BufferEnv env(256);
+  BufferEnv env(treePool());
   BufferManager& bm = *env.bm;
   BTree t(bm, BTree::create(bm));
   std::mt19937_64 rng(77);
@@ -401,7 +405,7 @@ TEST(BTree, GrowsToHeightThreeAndShrinksBackWithLongKeys) {
 }
 
 TEST(BTree, DropFreesAllButRoot) {
-  BufferEnv env(256);
+  BufferEnv env(treePool());
   BufferManager& bm = *env.bm;
   BTree keep(bm, BTree::create(bm));
   BTree t(bm, BTree::create(bm));
@@ -456,7 +460,7 @@ TEST(BTree, DropFreesAllButRoot) {
 }
 
 TEST(BTree, ConcurrentWritersOnDisjointRanges) {
-  BufferEnv env(256);
+  BufferEnv env(treePool());
   BufferManager& bm = *env.bm;
   BTree t(bm, BTree::create(bm));
   const int threads = 4;
