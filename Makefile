@@ -3,11 +3,15 @@
 #   make build      install missing Debian packages, configure and build build/release
 #   make test       release tests, ASan+UBSan tests (build/asan), install check; summary
 #   make tsan       build build/tsan (ThreadSanitizer) and run the tests there
-#   make run        build, then run `build/release/vmstore demo`
+#   make run        build, then run `build/release/vmstore bench suite`: every engine on
+#                   in-memory lookups, out-of-memory lookups and TPC-C (a few minutes),
+#                   one summary table, CSV and plots under ./bench-results/<timestamp>/
+#   make demo       build, then run `build/release/vmstore demo` (10x the pool, read back)
 #   make install    cmake --install build/release --prefix $(PREFIX)   (PREFIX=/usr/local)
 #   make clean      remove build/
 #
-# Variables: PREFIX, CTEST_JOBS (default 2), CTEST_ARGS (extra ctest arguments, e.g.
+# Variables: SUITE_ARGS (extra `bench suite` options for make run, e.g.
+# SUITE_ARGS='--seconds=4'), PREFIX, CTEST_JOBS (default 2), CTEST_ARGS (extra ctest arguments, e.g.
 # CTEST_ARGS='-R BTree'), VMSTORE_SKIP_DEPS=1 (skip the apt-get step).
 
 SHELL := /bin/bash
@@ -18,6 +22,7 @@ BUILD_ROOT  := build
 PREFIX      ?= /usr/local
 CTEST_JOBS  ?= 2
 CTEST_ARGS  ?=
+SUITE_ARGS  ?=
 TOP         := $(CURDIR)
 
 RELEASE_DIR := $(BUILD_ROOT)/release
@@ -55,7 +60,7 @@ define run_ctest
 endef
 
 .PHONY: all deps build build-release build-asan build-tsan test test-release test-asan \
-        check-install tsan run install clean
+        check-install tsan run demo install clean
 
 all: build
 
@@ -99,10 +104,19 @@ test: deps
 tsan: build-tsan
 	$(call run_ctest,$(TSAN_DIR),$(TSAN_ENV))
 
-run: build
+# $(call require_cli): fail with a message when the CLI was not built.
+define require_cli
 	@if [[ ! -x $(RELEASE_DIR)/vmstore ]]; then \
-	  echo "make run: $(RELEASE_DIR)/vmstore was not built (no tools/*.cpp yet?)" >&2; exit 1; \
+	  echo "make: $(RELEASE_DIR)/vmstore was not built (no tools/*.cpp yet?)" >&2; exit 1; \
 	fi
+endef
+
+run: build
+	$(call require_cli)
+	$(RELEASE_DIR)/vmstore bench suite $(SUITE_ARGS)
+
+demo: build
+	$(call require_cli)
 	$(RELEASE_DIR)/vmstore demo
 
 install: build

@@ -197,7 +197,10 @@ int cmdScan(int argc, char** argv);   // commands.cpp
 int cmdStats(int argc, char** argv);  // inspect.cpp
 int cmdCheck(int argc, char** argv);  // inspect.cpp
 int cmdDemo(int argc, char** argv);   // demo.cpp
-int cmdBench(int argc, char** argv);  // bench_lookup.cpp
+#ifdef VMSTORE_WITH_BENCH
+int cmdBench(int argc, char** argv);       // bench.cpp: workloads and micro-benchmarks
+int cmdBenchSuite(int argc, char** argv);  // bench_suite.cpp: `vmstore bench suite`
+#endif
 
 // The default pool of the small commands (put/get/del/scan/stats/check).
 inline constexpr uint64_t kDefaultCommandPool = 64ull << 20;

@@ -34,10 +34,15 @@ const Command kCommands[] = {
     {"demo", "demo [--dir=DIR] [--pool=SIZE] [--data=N] [--threads=N]",
      "load ~10x the pool, read it all back, verify (default ./vmstore-demo, 64M)",
      vmstore::cli::cmdDemo},
-    {"bench", "bench lookup [--threads=N] [--data=N] [--pool=SIZE] [--seconds=S] [--dir=DIR] "
-              "[--csv=FILE]",
-     "random point-lookup benchmark (vmcache paper): CSV per second, JSON summary",
+#ifdef VMSTORE_WITH_BENCH
+    {"bench",
+     "bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE] [--seconds=S] "
+     "[--dir=DIR] [--csv=FILE] [--check] [--distribution=zipfian|uniform]\n"
+     "  vmstore bench suite [--seconds=S] [--out=DIR]",
+     "benchmarks: lookup, ycsb-a..f, tpcc, micro-benchmarks on five engines "
+     "('bench --help')",
      vmstore::cli::cmdBench},
+#endif
 };
 
 void printUsage(FILE* out) {
@@ -87,7 +92,8 @@ int main(int argc, char** argv) {
                  argv[1]);
     return vmstore::cli::kExitUsage;
   }
-  for (int i = 2; i < argc; ++i) {
+  // `vmstore bench --help` lists workloads, micro-benchmarks and engines itself.
+  for (int i = 2; i < argc && std::strcmp(command->name, "bench") != 0; ++i) {
     if (std::strcmp(argv[i], "--") == 0) break;
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::printf("usage: vmstore %s\n  %s\n", command->synopsis, command->summary);

@@ -34,11 +34,14 @@ struct LeafBatch {
   std::string fence;
 };
 
-class BTree {
+// BM: BufferManager (vmcache) or HashBufferManager (the traditional design, for the
+// benchmark's control experiment); the tree code is the same for both.
+template <class BM>
+class BasicBTree {
  public:
-  BTree(BufferManager& bm, uint64_t rootPid) : bm_(bm), root_(rootPid) {}
+  BasicBTree(BM& bm, uint64_t rootPid) : bm_(bm), root_(rootPid) {}
   // Allocates an empty tree and returns its root page id.
-  static uint64_t create(BufferManager& bm);
+  static uint64_t create(BM& bm);
   uint64_t rootPid() const { return root_; }
 
   // Copies min(cap, length) value bytes into buf and sets *vlen. False when absent.
@@ -68,22 +71,27 @@ class BTree {
     uint32_t len;
   } __attribute__((packed));
 
-  void descend(Bytes key, GuardO<BTreeNode>* parent, GuardO<BTreeNode>* node, uint64_t stopAt);
+  using NodeO = GuardO<BTreeNode, BM>;
+  using NodeX = GuardX<BTreeNode, BM>;
+  void descend(Bytes key, NodeO* parent, NodeO* node, uint64_t stopAt);
   // Returns the id of a value page the new entry replaced (to free), or kNoPage.
   uint64_t insertEntry(Bytes key, Bytes payload, bool outOfLine);
   // Splits node (parent may be unheld only for the root). False if the parent had to be
   // split first; either way the caller restarts its operation.
-  bool split(GuardX<BTreeNode>& node, GuardX<BTreeNode>& parent, Bytes key);
+  bool split(NodeX& node, NodeX& parent, Bytes key);
   void ensureSpace(uint64_t pid, Bytes key, unsigned payloadLen);
   void mergeUnderfull(Bytes key, uint64_t pid);
   void shrinkRoot();
   uint64_t writeValuePage(Bytes value);
   void freeValuePage(uint64_t pid);
-  void copyValue(GuardO<BTreeNode>& leaf, unsigned pos, std::string* out);
+  void copyValue(NodeO& leaf, unsigned pos, std::string* out);
   [[noreturn]] void throwCorrupt(uint64_t pid, const std::string& what);
 
-  BufferManager& bm_;
+  BM& bm_;
   uint64_t root_;
 };
+
+using BTree = BasicBTree<BufferManager>;
+extern template class BasicBTree<BufferManager>;
 
 }  // namespace vmstore::internal

@@ -76,6 +76,30 @@ class BufferManager {
     }
     return optimisticBeginSlow(pid);
   }
+  // The access protocol the guards use (guards.hpp), shared with HashBufferManager: the
+  // page is found once, at optimisticBegin, and validated / upgraded by that address.
+  uint64_t optimisticBegin(uint64_t pid, Page** page) {
+    *page = pageAt(pid);
+    return optimisticBegin(pid);
+  }
+  bool optimisticValid(uint64_t pid, const Page*, uint64_t begin) const {
+    return PageState::stillValid(begin, state(pid).load());
+  }
+  // Optimistic -> exclusive without waiting: false if the page changed since `begin`.
+  bool tryUpgradeX(uint64_t pid, Page*, uint64_t begin) {
+    PageState& ps = state(pid);
+    uint64_t s = PageState::stateOf(begin);
+    if ((s == PageState::kUnlocked || s == PageState::kMarked) && ps.tryLockX(begin)) return true;
+    // The mark may have been set since: same version, still fine to take.
+    uint64_t now = ps.load();
+    return PageState::stateOf(now) == PageState::kMarked &&
+           PageState::versionOf(now) == PageState::versionOf(begin) && ps.tryLockX(now);
+  }
+  // True when reaching pid would read it from storage (so its parent is checked first).
+  bool mayNeedRead(uint64_t pid) const { return PageState::stateOf(state(pid).load()) == PageState::kEvicted; }
+  void unfixX(uint64_t pid, Page*) { unfixX(pid); }
+  void unfixS(uint64_t pid, Page*) { unfixS(pid); }
+
   // pid is exclusively locked by the caller and evicted: make it resident from storage.
   // On failure the page is unlocked as evicted and StorageError is thrown.
   void readInLocked(uint64_t pid);

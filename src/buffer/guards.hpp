@@ -10,6 +10,10 @@
 //   Restart if the page changed). Releases on destruction. markDirty() is implied.
 // - GuardS<T>: shared, from a pid (waits).
 // T is a struct laid over the whole page (its first member is the PageHeader).
+// BM is the buffer manager: BufferManager (vmcache: the page address is pid arithmetic)
+// or HashBufferManager (the traditional design: a hash table finds the frame). Both
+// offer the protocol of buffer_manager.hpp: optimisticBegin(pid, &page),
+// optimisticValid, tryUpgradeX, mayNeedRead, fixX/fixS, unfixX/unfixS(pid, page).
 #pragma once
 
 #include <cstdint>
@@ -21,35 +25,31 @@ namespace vmstore::internal {
 
 inline constexpr uint64_t kNoPage = ~0ull;
 
-template <class T>
+template <class T, class BM = BufferManager>
 class GuardO {
  public:
   GuardO() = default;
   // A root: nothing to validate above it.
-  GuardO(BufferManager& bm, uint64_t pid) : bm_(&bm), pid_(pid) {
+  GuardO(BM& bm, uint64_t pid) : bm_(&bm), pid_(pid) {
     bm.checkExists(pid);
-    ptr_ = reinterpret_cast<T*>(bm.pageAt(pid));
-    version_ = bm.optimisticBegin(pid);
+    version_ = bm.optimisticBegin(pid, &page_);
   }
   template <class P>
-  GuardO(BufferManager& bm, uint64_t pid, GuardO<P>& parent) : bm_(&bm), pid_(pid) {
+  GuardO(BM& bm, uint64_t pid, GuardO<P, BM>& parent) : bm_(&bm), pid_(pid) {
     if (pid == 0 || pid >= bm.pageCount()) {
       parent.validate();  // a stale read restarts; a valid parent is damaged
       bm.checkExists(pid);
     }
-    ptr_ = reinterpret_cast<T*>(bm.pageAt(pid));
-    PageState& ps = bm.state(pid);
-    uint64_t w = ps.load();
-    if (PageState::stateOf(w) == PageState::kEvicted) {
+    if (bm.mayNeedRead(pid)) {
       parent.validate();  // read from storage only what a valid parent points to
       try {
-        version_ = bm.optimisticBegin(pid);
+        version_ = bm.optimisticBegin(pid, &page_);
       } catch (const StorageError&) {
         parent.validate();
         throw;
       }
     } else {
-      version_ = bm.optimisticBegin(pid);
+      version_ = bm.optimisticBegin(pid, &page_);
     }
     parent.validate();
   }
@@ -57,7 +57,7 @@ class GuardO {
   GuardO& operator=(GuardO&& o) noexcept {
     bm_ = o.bm_;
     pid_ = o.pid_;
-    ptr_ = o.ptr_;
+    page_ = o.page_;
     version_ = o.version_;
     o.pid_ = kNoPage;
     return *this;
@@ -66,8 +66,7 @@ class GuardO {
   // Throws Restart unless every read since construction saw a consistent page.
   void validate() const {
     if (pid_ == kNoPage) return;
-    uint64_t now = bm_->state(pid_).load();
-    if (!PageState::stillValid(version_, now)) {
+    if (!bm_->optimisticValid(pid_, page_, version_)) {
       bm_->countRestart();
       throw Restart{};
     }
@@ -77,57 +76,48 @@ class GuardO {
     pid_ = kNoPage;
   }
 
-  T* operator->() const { return ptr_; }
-  T* get() const { return ptr_; }
+  T* operator->() const { return reinterpret_cast<T*>(page_); }
+  T* get() const { return reinterpret_cast<T*>(page_); }
+  Page* page() const { return page_; }
   uint64_t pid() const { return pid_; }
   uint64_t version() const { return version_; }
   bool held() const { return pid_ != kNoPage; }
-  BufferManager* bm() const { return bm_; }
+  BM* bm() const { return bm_; }
 
  private:
-  BufferManager* bm_ = nullptr;
+  BM* bm_ = nullptr;
   uint64_t pid_ = kNoPage;
-  T* ptr_ = nullptr;
+  Page* page_ = nullptr;
   uint64_t version_ = 0;
 };
 
-template <class T>
+template <class T, class BM = BufferManager>
 class GuardX {
  public:
   GuardX() = default;
-  GuardX(BufferManager& bm, uint64_t pid) : bm_(&bm), pid_(pid) {
-    ptr_ = reinterpret_cast<T*>(bm.fixX(pid));
-    BufferManager::markDirty(reinterpret_cast<Page*>(ptr_));
+  GuardX(BM& bm, uint64_t pid) : bm_(&bm), pid_(pid) {
+    page_ = bm.fixX(pid);
+    BufferManager::markDirty(page_);
   }
   // Adopts a page that is already exclusively locked (e.g. from allocPage).
-  GuardX(BufferManager& bm, Page* page) : bm_(&bm), pid_(page->header.pid), ptr_(reinterpret_cast<T*>(page)) {}
+  GuardX(BM& bm, Page* page) : bm_(&bm), pid_(page->header.pid), page_(page) {}
   // Upgrade: Restart if the page changed since the optimistic read began.
-  explicit GuardX(GuardO<T>&& o) : bm_(o.bm()), pid_(o.pid()), ptr_(o.get()) {
-    PageState& ps = bm_->state(pid_);
-    uint64_t v = o.version();
-    uint64_t s = PageState::stateOf(v);
-    // Only an unlocked (or marked) page at the same version can be taken.
-    bool ok = (s == PageState::kUnlocked || s == PageState::kMarked) && ps.tryLockX(v);
-    if (!ok) {
-      uint64_t now = ps.load();
-      // The mark may have been set since: same version, still fine to take.
-      ok = PageState::stateOf(now) == PageState::kMarked &&
-           PageState::versionOf(now) == PageState::versionOf(v) && ps.tryLockX(now);
-    }
-    o = GuardO<T>();
+  explicit GuardX(GuardO<T, BM>&& o) : bm_(o.bm()), pid_(o.pid()), page_(o.page()) {
+    bool ok = bm_->tryUpgradeX(pid_, page_, o.version());
+    o = GuardO<T, BM>();
     if (!ok) {
       pid_ = kNoPage;
       bm_->countRestart();
       throw Restart{};
     }
-    BufferManager::markDirty(reinterpret_cast<Page*>(ptr_));
+    BufferManager::markDirty(page_);
   }
   GuardX(GuardX&& o) noexcept { *this = std::move(o); }
   GuardX& operator=(GuardX&& o) noexcept {
     release();
     bm_ = o.bm_;
     pid_ = o.pid_;
-    ptr_ = o.ptr_;
+    page_ = o.page_;
     o.pid_ = kNoPage;
     return *this;
   }
@@ -135,7 +125,7 @@ class GuardX {
 
   void release() {
     if (pid_ != kNoPage) {
-      bm_->unfixX(pid_);
+      bm_->unfixX(pid_, page_);
       pid_ = kNoPage;
     }
   }
@@ -145,33 +135,31 @@ class GuardX {
     pid_ = kNoPage;
   }
 
-  T* operator->() const { return ptr_; }
-  T* get() const { return ptr_; }
+  T* operator->() const { return reinterpret_cast<T*>(page_); }
+  T* get() const { return reinterpret_cast<T*>(page_); }
   uint64_t pid() const { return pid_; }
   bool held() const { return pid_ != kNoPage; }
 
  private:
-  BufferManager* bm_ = nullptr;
+  BM* bm_ = nullptr;
   uint64_t pid_ = kNoPage;
-  T* ptr_ = nullptr;
+  Page* page_ = nullptr;
 };
 
-template <class T>
+template <class T, class BM = BufferManager>
 class GuardS {
  public:
-  GuardS(BufferManager& bm, uint64_t pid) : bm_(&bm), pid_(pid) {
-    ptr_ = reinterpret_cast<T*>(bm.fixS(pid));
-  }
+  GuardS(BM& bm, uint64_t pid) : bm_(&bm), pid_(pid) { page_ = bm.fixS(pid); }
   GuardS(const GuardS&) = delete;
   GuardS& operator=(const GuardS&) = delete;
-  ~GuardS() { bm_->unfixS(pid_); }
-  T* operator->() const { return ptr_; }
-  T* get() const { return ptr_; }
+  ~GuardS() { bm_->unfixS(pid_, page_); }
+  T* operator->() const { return reinterpret_cast<T*>(page_); }
+  T* get() const { return reinterpret_cast<T*>(page_); }
 
  private:
-  BufferManager* bm_;
+  BM* bm_;
   uint64_t pid_;
-  T* ptr_;
+  Page* page_;
 };
 
 }  // namespace vmstore::internal

@@ -207,7 +207,7 @@ TEST_F(CorruptionTest, UndamagedCopyReadsCleanly) {
 TEST_F(CorruptionTest, SingleByteFlips) {
   const Golden& g = golden();
   const int seeds = scaled(16, 5);
-  int corrupt_cases = 0;
+  int corrupt_cases = 0, opened = 0, reads_corrupt = 0;
   for (int seed = 0; seed < seeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     Rng rng(1000 + seed);
@@ -220,12 +220,16 @@ TEST_F(CorruptionTest, SingleByteFlips) {
     Outcome o = readDamaged(dir, g);
     if (HasFatalFailure() || HasFailure()) return;
     corrupt_cases += o.corrupt_seen;
+    opened += o.opened;
+    reads_corrupt += o.reads_corrupt;
     if (o.opened && g.free_pages == 0) {
       EXPECT_TRUE(isCorrupt(o.check)) << "check() missed a flipped byte at offset " << off << " (page "
                                       << page << " of " << g.page_count << ", no free pages)";
     }
   }
   EXPECT_GT(corrupt_cases, 0) << "no single-byte flip was ever detected";
+  std::printf("single-byte flips: %d cases, %d opened, %d with reads answering Corruption, %d detected\n",
+              seeds, opened, reads_corrupt, corrupt_cases);
 }
 
 TEST_F(CorruptionTest, ManyByteFlips) {
@@ -360,6 +364,7 @@ TEST(UncleanShutdown, WritesAfterSyncThenExitWithoutClose) {
   vms_db* db = nullptr;
   int orc = vms_open(dir.c_str(), kOpenConfig, &db);
   if (orc == VMS_ECORRUPT) {
+    std::printf("unclean database refused: %s\n", vms_last_error());
     std::string msg = lower(vms_last_error());
     EXPECT_NE(msg.find("clean"), std::string::npos) << "message should say it was not closed cleanly: " << msg;
     // The refusal releases the lock: a second try gives the same answer, not EBUSY.

@@ -21,7 +21,14 @@ using vmstore::Iterator;
 using vmstore::Tree;
 using Model = std::map<std::string, std::string>;
 
-int numSeeds() { return scaled(20, 4); }
+// VMSTORE_MODEL_SEEDS=N runs N seeds instead (a longer hunt); VMSTORE_MODEL_SEED_BASE=B
+// starts them at B.
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+int numSeeds() { return envInt("VMSTORE_MODEL_SEEDS", scaled(20, 4)); }
+int seedBase() { return envInt("VMSTORE_MODEL_SEED_BASE", 0); }
 
 // VMSTORE_MODEL_TRACE=1 prints every operation to stderr (to narrow down a failure).
 bool tracing() {
@@ -340,7 +347,7 @@ class ModelRun {
 class ModelTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(ModelTest, RandomOperationsMatchStdMap) {
-  ModelRun run(GetParam());
+  ModelRun run(seedBase() + GetParam());
   run.run();
   if (!HasFailure()) {
     EXPECT_GT(run.maxEvictions(), 0u) << "the data never exceeded the pool: the test is too small";

@@ -292,7 +292,7 @@ TEST(Stress, FourThreadsMixedOnASharedTree) {
     Worker& w = workers[t];
     w.id = t;
     w.db = db.get();
-    w.ops = scaled(25000, 4000);
+    w.ops = scaled(15000, 4000);
     w.own_keys = scaled(2500, 800);
     threads.emplace_back([&, t] {
       Worker& me = workers[t];

@@ -57,6 +57,13 @@ inline bool smallScale() {
   return s != nullptr && std::string_view(s) == "small";
 }
 
+// True in ThreadSanitizer builds (5-15x slower CPU; they also run with scale=small).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
 // `release` normally, `small` when VMSTORE_TEST_SCALE=small.
 template <typename T>
 inline T scaled(T release, T small) {

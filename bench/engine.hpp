@@ -1,0 +1,81 @@
+// The ordered key-value adapter every benchmarked engine implements (vmstore, hashbm,
+// lmdb, wiredtiger, rocksdb), so that every workload runs unchanged on all of them.
+//
+// Contract
+// - Engine::open creates a fresh database in config.dir with the given tables (each an
+//   ordered map of byte strings, unsigned-byte order), honouring config.poolBytes as the
+//   engine's cache budget and configured as fairly as the engine allows (documented in
+//   each adapter: direct I/O where it has it, no log and no sync unless config.durable).
+// - Engine::session() is called once per worker thread; a Session is used by one thread.
+// - begin()/commit() bracket a transaction (TPC-C); engines without transactions treat
+//   them as no-ops, engines with a single writer (LMDB) serialize write transactions.
+//   Reads outside begin()/commit() are allowed.
+// - Failures throw std::runtime_error naming the engine and the operation.
+// - stats() is cumulative since open; counters an engine does not have stay 0.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vmstore::bench {
+
+struct EngineConfig {
+  std::string dir;          // an empty or non-existent directory, owned by the engine
+  uint64_t poolBytes = 0;   // cache budget
+  unsigned threads = 1;     // worker threads that will hold sessions
+  bool durable = false;     // log and sync commits (false: as the paper ran them)
+};
+
+struct EngineStats {
+  uint64_t pageMisses = 0;    // pages read from storage
+  uint64_t evictions = 0;     // pages evicted from the cache
+  uint64_t bytesRead = 0;     // from storage
+  uint64_t bytesWritten = 0;  // to storage
+};
+
+// Called with each entry in order; return false to stop.
+using ScanFn = std::function<bool(std::string_view key, std::string_view value)>;
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  virtual void begin() {}
+  virtual void commit() {}
+  virtual void abort() {}
+  virtual void put(int table, std::string_view key, std::string_view value) = 0;
+  // False when absent. *value is reused across calls (no allocation once it is large
+  // enough).
+  virtual bool get(int table, std::string_view key, std::string* value) = 0;
+  // False when absent.
+  virtual bool del(int table, std::string_view key) = 0;
+  // Entries with key >= start, ascending.
+  virtual void scan(int table, std::string_view start, const ScanFn& fn) = 0;
+  // Entries with key <= start, descending.
+  virtual void scanReverse(int table, std::string_view start, const ScanFn& fn) = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  // tables: the names of the tables; Session calls refer to them by index.
+  virtual void open(const EngineConfig& config, const std::vector<std::string>& tables) = 0;
+  virtual std::unique_ptr<Session> session() = 0;
+  virtual EngineStats stats() { return {}; }
+  // Flushes what the engine needs to and releases everything.
+  virtual void close() = 0;
+};
+
+// "vmstore", "hashbm", "lmdb", "wiredtiger", "rocksdb". Throws std::invalid_argument for
+// an unknown name or an engine this build does not include (saying which package it
+// needs).
+std::unique_ptr<Engine> makeEngine(std::string_view name);
+// The engines this build includes, in the order they are compared.
+std::vector<std::string> engineNames();
+
+}  // namespace vmstore::bench

@@ -1,0 +1,143 @@
+// The `vmstore` engine of the benchmarks: the public C++ API (vmstore/vmstore.hpp), one
+// Tree per table.
+//
+// Configuration: pool_size = the cache budget (at least 1 MiB, vmstore's minimum); the
+// data file uses O_DIRECT where the filesystem allows it (vmstore always does). There
+// is no log yet, so nothing is logged; with config.durable, commit() calls
+// Database::sync() (every changed page written and synced). Transactions are no-ops:
+// each call is atomic on its own. Statistics: Database::stats() (page misses and pages
+// written, 4096 bytes each).
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+#include "vmstore/vmstore.hpp"
+#include "workload.hpp"
+
+namespace vmstore::bench {
+
+namespace {
+
+constexpr uint64_t kPageBytes = 4096;
+
+[[noreturn]] void fail(const char* op, const Status& s) {
+  throw std::runtime_error(std::string("vmstore: ") + op + ": " + s.toString());
+}
+
+class VmstoreEngine;
+
+class VmstoreSession : public Session {
+ public:
+  explicit VmstoreSession(VmstoreEngine* engine) : engine_(engine) {}
+  void commit() override;
+  void put(int table, std::string_view key, std::string_view value) override;
+  bool get(int table, std::string_view key, std::string* value) override;
+  bool del(int table, std::string_view key) override;
+  void scan(int table, std::string_view start, const ScanFn& fn) override;
+  void scanReverse(int table, std::string_view start, const ScanFn& fn) override;
+
+ private:
+  VmstoreEngine* engine_;
+};
+
+class VmstoreEngine : public Engine {
+ public:
+  std::string name() const override { return "vmstore"; }
+
+  void open(const EngineConfig& config, const std::vector<std::string>& tables) override {
+    Options options;
+    options.pool_size = std::max<uint64_t>(config.poolBytes, 1ull << 20);
+    options.create = true;
+    Status s = Database::open(config.dir, options, &db_);
+    if (!s.ok()) fail("open", s);
+    durable_ = config.durable;
+    trees_.clear();
+    for (const std::string& t : tables) {
+      Tree* tree = nullptr;
+      s = db_->openTree(t, /*create=*/true, &tree);
+      if (!s.ok()) fail("open tree", s);
+      trees_.push_back(tree);
+    }
+  }
+
+  std::unique_ptr<Session> session() override {
+    return std::make_unique<VmstoreSession>(this);
+  }
+
+  EngineStats stats() override {
+    EngineStats out;
+    if (!db_) return out;
+    const Stats s = db_->stats();
+    out.pageMisses = s.misses;
+    out.evictions = s.evictions;
+    out.bytesRead = s.misses * kPageBytes;
+    out.bytesWritten = s.pages_written * kPageBytes;
+    return out;
+  }
+
+  void close() override {
+    if (!db_) return;
+    trees_.clear();
+    Status s = db_->close();
+    db_.reset();
+    if (!s.ok()) fail("close", s);
+  }
+
+  Tree* tree(int table) const { return trees_[static_cast<size_t>(table)]; }
+  void sync() {
+    if (!durable_) return;
+    Status s = db_->sync();
+    if (!s.ok()) fail("sync", s);
+  }
+
+ private:
+  std::unique_ptr<Database> db_;
+  std::vector<Tree*> trees_;
+  bool durable_ = false;
+};
+
+void VmstoreSession::commit() { engine_->sync(); }
+
+void VmstoreSession::put(int table, std::string_view key, std::string_view value) {
+  Status s = engine_->tree(table)->put(key, value);
+  if (!s.ok()) fail("put", s);
+}
+
+bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
+  Status s = engine_->tree(table)->get(key, value);
+  if (s.ok()) return true;
+  if (s.isNotFound()) return false;
+  fail("get", s);
+}
+
+bool VmstoreSession::del(int table, std::string_view key) {
+  Status s = engine_->tree(table)->del(key);
+  if (s.ok()) return true;
+  if (s.isNotFound()) return false;
+  fail("del", s);
+}
+
+void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
+  Iterator it = engine_->tree(table)->newIterator();
+  for (it.seek(start); it.valid(); it.next()) {
+    if (!fn(it.key(), it.value())) return;
+  }
+  if (!it.status().ok()) fail("scan", it.status());
+}
+
+void VmstoreSession::scanReverse(int table, std::string_view start, const ScanFn& fn) {
+  Iterator it = engine_->tree(table)->newIterator();
+  for (it.seekForPrev(start); it.valid(); it.prev()) {
+    if (!fn(it.key(), it.value())) return;
+  }
+  if (!it.status().ok()) fail("scan", it.status());
+}
+
+const Registrar<Engine> kRegister("vmstore", [] { return std::make_unique<VmstoreEngine>(); });
+
+}  // namespace
+
+}  // namespace vmstore::bench

@@ -1,0 +1,517 @@
+// The runner of `vmstore bench`: see runner.hpp for the contract.
+#include "runner.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace vmstore::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// Writes everything to several streams (stdout and the --csv file).
+class TeeBuf : public std::streambuf {
+ public:
+  explicit TeeBuf(std::vector<std::ostream*> outs) : outs_(std::move(outs)) {}
+
+ protected:
+  int overflow(int c) override {
+    if (c == EOF) return 0;
+    char ch = static_cast<char>(c);
+    for (std::ostream* o : outs_) o->write(&ch, 1);
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    for (std::ostream* o : outs_) o->write(s, n);
+    return n;
+  }
+  int sync() override {
+    for (std::ostream* o : outs_) o->flush();
+    return 0;
+  }
+
+ private:
+  std::vector<std::ostream*> outs_;
+};
+
+// The --csv file, opened before anything slow happens so that a bad path fails at once.
+std::unique_ptr<std::ofstream> openCsv(const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto f = std::make_unique<std::ofstream>(path, std::ios::trunc);
+  if (!*f) {
+    throw std::invalid_argument("--csv=" + path + ": cannot write (" + std::strerror(errno) +
+                                ")");
+  }
+  return f;
+}
+
+// The database directory: the given one (must be missing or empty; kept afterwards) or a
+// fresh temporary one (removed afterwards, and on SIGINT/SIGTERM when asked).
+class BenchDir {
+ public:
+  BenchDir(const std::string& given, bool removeOnSignal) {
+    namespace fs = std::filesystem;
+    if (!given.empty()) {
+      std::error_code ec;
+      if (fs::exists(given, ec) && !fs::is_empty(given, ec)) {
+        throw std::invalid_argument("--dir=" + given +
+                                    " is not empty (the benchmark needs a fresh directory)");
+      }
+      path_ = given;
+      return;
+    }
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec) base = "/tmp";
+    std::string tmpl = (base / "vmstore-bench-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      throw std::runtime_error("cannot create a temporary directory in " + base.string() +
+                               ": " + std::strerror(errno));
+    }
+    path_ = tmpl;
+    temporary_ = true;
+    if (removeOnSignal) watchSignals();
+  }
+  ~BenchDir() {
+    if (watcher_.joinable()) {
+      for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &oldActions_[i], nullptr);
+      done_.store(true);
+      watcher_.join();
+      close(signalPipe[0]);
+      close(signalPipe[1]);
+    }
+    if (temporary_) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);
+    }
+  }
+  BenchDir(const BenchDir&) = delete;
+  BenchDir& operator=(const BenchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  // The handler runs on whatever thread the signal hits (engines and libraries may have
+  // threads of their own), so it only writes one byte to a pipe; a watcher thread reads
+  // it, removes the directory (it can hold gigabytes) and exits 130. A signal that was
+  // ignored when we started (a background job's SIGINT) stays ignored.
+  static inline int signalPipe[2] = {-1, -1};
+  static void onSignal(int) {
+    const char byte = 1;
+    ssize_t ignored = write(signalPipe[1], &byte, 1);
+    (void)ignored;
+  }
+  void watchSignals() {
+    if (pipe(signalPipe) != 0) return;
+    for (int i = 0; i < 2; ++i) {
+      sigaction(kSignals[i], nullptr, &oldActions_[i]);
+      if (oldActions_[i].sa_handler == SIG_IGN) continue;
+      struct sigaction sa {};
+      sa.sa_handler = onSignal;
+      sigemptyset(&sa.sa_mask);
+      sigaction(kSignals[i], &sa, nullptr);
+    }
+    watcher_ = std::thread([this] {
+      while (!done_.load()) {
+        pollfd fd{signalPipe[0], POLLIN, 0};
+        if (poll(&fd, 1, 100) > 0) {
+          std::error_code ec;
+          std::filesystem::remove_all(path_, ec);
+          std::fprintf(stderr, "\ninterrupted; removed %s\n", path_.c_str());
+          _exit(130);
+        }
+      }
+    });
+  }
+
+  std::string path_;
+  bool temporary_ = false;
+  std::thread watcher_;
+  std::atomic<bool> done_{false};
+  struct sigaction oldActions_[2] {};
+};
+
+// The loading progress line: redrawn in place on a terminal, else one line per 10%.
+class LoadProgress {
+ public:
+  LoadProgress(std::ostream* log, bool tty) : log_(log), tty_(tty) {}
+  ~LoadProgress() { stop(); }
+  void start() {
+    if (log_ == nullptr) return;
+    start_ = Clock::now();
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!stopped_) {
+        cv_.wait_for(lock, std::chrono::milliseconds(tty_ ? 200 : 100));
+        if (!stopped_) draw(false);
+      }
+    });
+  }
+  void update(uint64_t done, uint64_t total) {
+    done_.store(done, std::memory_order_relaxed);
+    total_.store(total, std::memory_order_relaxed);
+  }
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    draw(true);
+  }
+
+ private:
+  void draw(bool final) {
+    const uint64_t total = total_.load(std::memory_order_relaxed);
+    const uint64_t done = final ? total : done_.load(std::memory_order_relaxed);
+    if (total == 0) return;
+    const int pct = static_cast<int>(100.0 * static_cast<double>(done) / total);
+    if (!tty_ && !final && pct < nextDecile_ * 10) return;
+    while (nextDecile_ * 10 <= pct) ++nextDecile_;
+    const double secs = secondsSince(start_);
+    std::ostringstream line;
+    line << "loading: " << pct << "% (" << done << " / " << total << ", "
+         << static_cast<uint64_t>(secs > 0 ? done / secs : 0) << "/s, " << fixed(secs, 1)
+         << " s)";
+    if (tty_) {
+      *log_ << '\r' << line.str() << "\x1b[K" << (final ? "\n" : "") << std::flush;
+    } else {
+      *log_ << line.str() << '\n' << std::flush;
+    }
+  }
+
+  std::ostream* log_;
+  bool tty_;
+  Clock::time_point start_;
+  std::atomic<uint64_t> done_{0}, total_{0};
+  int nextDecile_ = 1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
+// The first error any worker thread threw.
+class FirstError {
+ public:
+  void set(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_) error_ = std::move(e);
+  }
+  std::exception_ptr get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::exception_ptr error_;
+};
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+RunResult runMicro(const RunOptions& opts, const RunnerIo& io) {
+  auto micro = MicroRegistry::instance().make(opts.workload);
+  auto csv = openCsv(opts.csv);
+  std::vector<std::ostream*> outs;
+  if (io.out != nullptr) outs.push_back(io.out);
+  if (csv) outs.push_back(csv.get());
+  TeeBuf tee(outs);
+  std::ostream rows(&tee);
+  if (io.log != nullptr) *io.log << "vmstore bench " << opts.workload << "\n" << std::flush;
+  const auto start = Clock::now();
+  JsonFields fields = micro->run(opts, rows);
+  rows.flush();
+  RunResult result;
+  result.measuredSeconds = secondsSince(start);
+  std::string json = "{\"workload\":" + jsonString(opts.workload) +
+                     ",\"threads\":" + std::to_string(opts.threads);
+  for (const auto& [name, value] : fields) json += "," + jsonString(name) + ":" + value;
+  json += ",\"seconds\":" + fixed(result.measuredSeconds, 3) + "}";
+  result.json = json;
+  if (csv && !csv->flush()) throw std::runtime_error("cannot write " + opts.csv);
+  if (io.out != nullptr) *io.out << json << '\n' << std::flush;
+  return result;
+}
+
+}  // namespace
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+uint64_t tlbShootdowns() {
+  std::ifstream in("/proc/interrupts");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string first;
+    if (!(fields >> first) || first != "TLB:") continue;
+    uint64_t sum = 0;
+    std::string tok;
+    while (fields >> tok &&
+           std::all_of(tok.begin(), tok.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      sum += std::strtoull(tok.c_str(), nullptr, 10);
+    }
+    return sum;
+  }
+  return 0;
+}
+
+bool isWorkload(const std::string& name) {
+  auto names = WorkloadRegistry::instance().names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool isMicroBenchmark(const std::string& name) {
+  auto names = MicroRegistry::instance().names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
+  if (given.threads < 1) throw std::invalid_argument("--threads must be at least 1");
+  if (!(given.seconds > 0)) throw std::invalid_argument("--seconds must be more than 0");
+  if (given.distribution != "zipfian" && given.distribution != "uniform") {
+    throw std::invalid_argument("--distribution=" + given.distribution +
+                                ": use zipfian or uniform");
+  }
+  if (isMicroBenchmark(given.workload) && !isWorkload(given.workload)) {
+    return runMicro(given, io);
+  }
+  std::unique_ptr<Workload> workload = WorkloadRegistry::instance().make(given.workload);
+  if (!workload) {
+    throw std::invalid_argument(
+        "unknown workload '" + given.workload + "' (workloads: " +
+        joinNames(WorkloadRegistry::instance().names()) +
+        "; micro-benchmarks: " + joinNames(MicroRegistry::instance().names()) + ")");
+  }
+  std::unique_ptr<Engine> engine = makeEngine(given.engine);  // invalid_argument if unknown
+
+  RunOptions opts = given;
+  if (opts.data == 0) opts.data = workload->defaultData();
+  if (opts.pool == 0) opts.pool = kDefaultPoolBytes;
+  std::ostream* log = io.log;
+  auto csv = openCsv(opts.csv);
+  BenchDir dir(opts.dir, io.removeTempDirOnSignal && opts.dir.empty());
+
+  if (log != nullptr) {
+    *log << "vmstore bench " << opts.workload << ": engine " << opts.engine << ", data "
+         << opts.data << ", pool " << opts.pool / kMiB << " MiB, threads " << opts.threads
+         << ", " << opts.seconds << " s, in " << dir.path() << "\n"
+         << std::flush;
+  }
+
+  EngineConfig config;
+  config.dir = dir.path();
+  config.poolBytes = opts.pool;
+  config.threads = opts.threads;
+  config.durable = false;
+  engine->open(config, workload->tables());
+  bool open = true;
+  // Closes the engine on every path out (an error while it runs included).
+  struct CloseGuard {
+    Engine* engine;
+    bool* open;
+    ~CloseGuard() {
+      if (*open) {
+        try {
+          engine->close();
+        } catch (...) {
+        }
+      }
+    }
+  } closeGuard{engine.get(), &open};
+
+  RunResult result;
+
+  // ---- load
+  {
+    const bool tty = log == &std::cerr && isatty(STDERR_FILENO) != 0;
+    LoadProgress progress(log, tty);
+    progress.start();
+    const auto start = Clock::now();
+    workload->load(*engine, opts,
+                   [&progress](uint64_t done, uint64_t total) { progress.update(done, total); });
+    result.loadSeconds = secondsSince(start);
+    progress.stop();
+  }
+
+  // ---- measured phase: workers start together; this thread reports every second
+  std::vector<ThreadCounter> counters(opts.threads);
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  FirstError error;
+  std::vector<std::thread> workers;
+  workers.reserve(opts.threads);
+  // Stops and joins the workers on every path out of this function.
+  struct JoinGuard {
+    std::vector<std::thread>* workers;
+    std::atomic<bool>* stop;
+    std::atomic<bool>* go;
+    ~JoinGuard() {
+      stop->store(true);
+      go->store(true);
+      for (std::thread& w : *workers) {
+        if (w.joinable()) w.join();
+      }
+    }
+  } joinGuard{&workers, &stop, &go};
+  for (unsigned t = 0; t < opts.threads; ++t) {
+    workers.emplace_back([&, t] {
+      try {
+        std::unique_ptr<Session> session = engine->session();
+        ready.fetch_add(1);
+        while (!go.load()) std::this_thread::yield();
+        workload->run(*session, t, opts, stop, counters[t]);
+      } catch (...) {
+        error.set(std::current_exception());
+        ready.fetch_add(1);  // (harmless if already counted: only ">= threads" is tested)
+        stop.store(true);
+      }
+    });
+  }
+  while (ready.load() < opts.threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  std::vector<std::ostream*> outs;
+  if (io.out != nullptr) outs.push_back(io.out);
+  if (csv) outs.push_back(csv.get());
+  TeeBuf tee(outs);
+  std::ostream rows(&tee);
+  rows << kCsvHeader << '\n' << std::flush;
+
+  auto sumTx = [&counters] {
+    uint64_t n = 0;
+    for (const ThreadCounter& c : counters) n += c.tx.load(std::memory_order_relaxed);
+    return n;
+  };
+  EngineStats prev = engine->stats();
+  uint64_t prevTlb = tlbShootdowns();
+  uint64_t prevTx = 0;
+  const auto start = Clock::now();
+  auto prevTime = start;
+  go.store(true);
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(opts.seconds));
+  for (uint64_t sec = 1; !stop.load(); ++sec) {
+    auto next = start + std::chrono::seconds(sec);
+    if (next > end) next = end;
+    while (Clock::now() < next && !stop.load()) {
+      std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(50)));
+    }
+    if (next == end) stop.store(true);
+    const auto now = Clock::now();
+    const uint64_t tx = sumTx();
+    const EngineStats st = engine->stats();
+    const uint64_t tlb = tlbShootdowns();
+    const double dt = std::chrono::duration<double>(now - prevTime).count();
+    rows << sec << ',' << tx - prevTx << ','
+         << fixed((st.bytesRead - prev.bytesRead) / kMiB / dt, 1) << ','
+         << fixed((st.bytesWritten - prev.bytesWritten) / kMiB / dt, 1) << ','
+         << st.pageMisses - prev.pageMisses << ',' << st.evictions - prev.evictions << ','
+         << (tlb >= prevTlb ? tlb - prevTlb : 0) << ',' << opts.engine << ',' << opts.workload
+         << ',' << opts.threads << '\n'
+         << std::flush;
+    prev = st;
+    prevTlb = tlb;
+    prevTx = tx;
+    prevTime = now;
+  }
+  result.measuredSeconds = secondsSince(start);
+  for (std::thread& w : workers) w.join();
+  result.totalTx = sumTx();
+  result.txPerSec = result.totalTx / std::max(result.measuredSeconds, 1e-9);
+  if (std::exception_ptr e = error.get()) std::rethrow_exception(e);
+
+  // ---- check, close, report
+  if (opts.check) {
+    result.problems = workload->check(*engine, opts);
+    result.ok = result.problems.empty();
+    if (log != nullptr) {
+      for (const std::string& p : result.problems) *log << "check: " << p << '\n';
+      *log << "check: " << (result.ok ? "consistent" : "FAILED") << " ("
+           << result.problems.size() << " problems)\n"
+           << std::flush;
+    }
+  }
+  result.stats = engine->stats();
+  const auto closeStart = Clock::now();
+  open = false;
+  engine->close();
+  const double closeSeconds = secondsSince(closeStart);
+
+  std::ostringstream json;
+  json << "{\"engine\":" << jsonString(opts.engine) << ",\"workload\":"
+       << jsonString(opts.workload) << ",\"threads\":" << opts.threads
+       << ",\"data\":" << opts.data << ",\"pool\":" << opts.pool
+       << ",\"tx_per_s\":" << fixed(result.txPerSec, 1) << ",\"tx\":" << result.totalTx
+       << ",\"load_s\":" << fixed(result.loadSeconds, 3)
+       << ",\"seconds\":" << fixed(result.measuredSeconds, 3)
+       << ",\"close_s\":" << fixed(closeSeconds, 3)
+       << ",\"page_misses\":" << result.stats.pageMisses
+       << ",\"evictions\":" << result.stats.evictions
+       << ",\"bytes_read\":" << result.stats.bytesRead
+       << ",\"bytes_written\":" << result.stats.bytesWritten;
+  if (opts.workload.rfind("ycsb", 0) == 0) {
+    json << ",\"distribution\":" << jsonString(opts.distribution);
+  }
+  if (opts.check) json << ",\"check\":" << (result.ok ? "\"ok\"" : "\"failed\"");
+  json << "}";
+  result.json = json.str();
+  if (csv && !csv->flush()) throw std::runtime_error("cannot write " + opts.csv);
+  if (io.out != nullptr) *io.out << result.json << '\n' << std::flush;
+  return result;
+}
+
+}  // namespace vmstore::bench

@@ -1,0 +1,112 @@
+// Workloads and micro-benchmarks of `vmstore bench`, and the registries that find them
+// by name.
+//
+// Contract
+// - A Workload runs on any Engine: load() fills fresh tables, run() is the measured
+//   phase of one worker thread, check() (for --check) verifies consistency afterwards.
+//   The runner (bench/runner.hpp) owns timing, the per-second CSV rows and the JSON line.
+// - A MicroBenchmark measures one mechanism directly (no Engine); it prints its own CSV
+//   rows and returns the fields of its JSON line.
+// - Engines, workloads and micro-benchmarks register themselves with a static Registrar
+//   in their own .cpp file, so adding one touches no other file. (The bench code is
+//   linked as object files, so no registrar is dropped by the linker.)
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace vmstore::bench {
+
+struct RunOptions {
+  std::string workload;
+  std::string engine = "vmstore";
+  unsigned threads = 2;
+  uint64_t data = 0;        // 0: the workload's default (tuples, warehouses, ...)
+  uint64_t pool = 0;        // 0: the runner's default
+  double seconds = 10;
+  std::string dir;          // empty: a fresh temporary directory, removed afterwards
+  std::string csv;          // also write the CSV rows here
+  bool check = false;       // run the workload's consistency checks after the run
+  std::string distribution = "zipfian";  // ycsb: zipfian (0.99) or uniform
+};
+
+// What one worker has done so far; the runner reads it every second.
+struct alignas(64) ThreadCounter {
+  std::atomic<uint64_t> tx{0};
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::vector<std::string> tables() const = 0;
+  virtual uint64_t defaultData() const = 0;
+  // Loads the initial data; progress(done, total) may be called from any thread.
+  virtual void load(Engine& engine, const RunOptions& opts,
+                    const std::function<void(uint64_t, uint64_t)>& progress) = 0;
+  // The measured phase of worker tid (0 .. threads-1): transactions until stop is set,
+  // each counted in counter.tx.
+  virtual void run(Session& session, unsigned tid, const RunOptions& opts,
+                   const std::atomic<bool>& stop, ThreadCounter& counter) = 0;
+  // Problems found (empty: consistent). Called after run() when opts.check is set.
+  virtual std::vector<std::string> check(Engine& engine, const RunOptions& opts) {
+    (void)engine;
+    (void)opts;
+    return {};
+  }
+};
+
+// Fields of a micro-benchmark's JSON line, in order (values already JSON-encoded).
+using JsonFields = std::vector<std::pair<std::string, std::string>>;
+
+class MicroBenchmark {
+ public:
+  virtual ~MicroBenchmark() = default;
+  // Writes CSV rows (with a header) to out; returns the JSON fields beyond the common
+  // ones (workload, threads).
+  virtual JsonFields run(const RunOptions& opts, std::ostream& out) = 0;
+};
+
+template <class T>
+class Registry {
+ public:
+  using Factory = std::function<std::unique_ptr<T>()>;
+  static Registry& instance() {
+    static Registry r;
+    return r;
+  }
+  void add(std::string name, Factory f) { factories_[std::move(name)] = std::move(f); }
+  std::unique_ptr<T> make(std::string_view name) const {
+    auto it = factories_.find(std::string(name));
+    return it == factories_.end() ? nullptr : it->second();
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (auto& [n, f] : factories_) out.push_back(n);
+    return out;
+  }
+
+ private:
+  std::map<std::string, Factory> factories_;
+};
+
+template <class T>
+struct Registrar {
+  Registrar(std::string name, typename Registry<T>::Factory f) {
+    Registry<T>::instance().add(std::move(name), std::move(f));
+  }
+};
+
+using EngineRegistry = Registry<Engine>;
+using WorkloadRegistry = Registry<Workload>;
+using MicroRegistry = Registry<MicroBenchmark>;
+
+}  // namespace vmstore::bench

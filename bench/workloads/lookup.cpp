@@ -1,0 +1,72 @@
+// The `lookup` workload: the vmcache paper's random point-lookup benchmark (Leis et al.,
+// SIGMOD 2023, section 5). --data tuples (default 10,000,000) of 8-byte big-endian keys
+// 0..N-1 and 120-byte values, loaded by the worker threads, each its own key range in
+// ascending order; then every worker looks up uniformly random keys. Each lookup checks
+// the value's length and its key tag; every 1024th compares all 120 bytes. A wrong
+// answer stops the run with an error. --check scans the table: every key once, every
+// value exact.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "records.hpp"
+#include "workload.hpp"
+
+namespace vmstore::bench {
+
+namespace {
+
+using namespace records;
+
+constexpr uint64_t kFullCheckEvery = 1024;
+constexpr int kTable = 0;
+
+class LookupWorkload : public Workload {
+ public:
+  std::vector<std::string> tables() const override { return {"lookup"}; }
+  uint64_t defaultData() const override { return 10'000'000; }
+
+  void load(Engine& engine, const RunOptions& opts,
+            const std::function<void(uint64_t, uint64_t)>& progress) override {
+    loadRecords(engine, kTable, opts.data, opts.threads, progress);
+  }
+
+  void run(Session& session, unsigned tid, const RunOptions& opts,
+           const std::atomic<bool>& stop, ThreadCounter& counter) override {
+    const uint64_t n = opts.data;
+    Random rng(0xB0BA0000ull + tid);
+    char key[kKeySize];
+    char expected[kValueSize];
+    std::string value;
+    value.reserve(kValueSize);
+    uint64_t done = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int batch = 0; batch < 64; ++batch) {
+        const uint64_t i = rng.below(n);
+        encodeKey(i, key);
+        if (!session.get(kTable, std::string_view(key, kKeySize), &value)) {
+          wrongAnswer("lookup", i, "not found");
+        }
+        if (!valueMatchesKey(i, value)) wrongAnswer("lookup", i, "wrong value");
+        if (done % kFullCheckEvery == 0) {
+          makeValue(i, 0, expected);
+          if (std::memcmp(value.data(), expected, kValueSize) != 0) {
+            wrongAnswer("lookup", i, "wrong value bytes");
+          }
+        }
+        ++done;
+      }
+      counter.tx.store(done, std::memory_order_relaxed);
+    }
+  }
+
+  std::vector<std::string> check(Engine& engine, const RunOptions& opts) override {
+    return checkRecords(engine, kTable, opts.data, /*exactValues=*/true);
+  }
+};
+
+const Registrar<Workload> kRegister("lookup", [] { return std::make_unique<LookupWorkload>(); });
+
+}  // namespace
+
+}  // namespace vmstore::bench

@@ -1,0 +1,555 @@
+// Definitions of BasicBTree<BM> (btree.hpp), included by the files that instantiate it:
+// btree.cpp (vmcache) and btree_hash.cpp (the hash-table buffer manager).
+#pragma once
+
+#include "btree/btree.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "vmstore/limits.hpp"
+
+namespace vmstore::internal {
+
+namespace btree_detail {
+
+constexpr unsigned kKeyBuf = kMaxKeySize * 2;
+constexpr unsigned kMaxSlots = (kPageSize - BTreeNode::kHeaderSize) / BTreeNode::kSlotSize;
+
+// A value stored out of line: one page, header then the bytes.
+struct ValuePage {
+  PageHeader page;
+  uint32_t len;
+  uint32_t pad;
+  uint8_t data[kPageSize - sizeof(PageHeader) - 8];
+};
+static_assert(sizeof(ValuePage) == kPageSize);
+static_assert(sizeof(ValuePage::data) >= kMaxValueSize);
+
+// Runs fn until it completes without an optimistic-validation Restart.
+template <class Fn>
+auto withRestarts(Fn&& fn) {
+  for (unsigned attempt = 0;; attempt++) {
+    try {
+      return fn();
+    } catch (const Restart&) {
+      if (attempt > 4) std::this_thread::yield();  // let the writer we raced finish
+    }
+  }
+}
+
+}  // namespace btree_detail
+
+using namespace btree_detail;
+
+template <class BM>
+uint64_t BasicBTree<BM>::create(BM& bm) {
+  NodeX root(bm, bm.allocPage(PageKind::kBTreeLeaf));
+  root->init(true, {}, {});
+  return root.pid();
+}
+
+template <class BM>
+void BasicBTree<BM>::throwCorrupt(uint64_t pid, const std::string& what) {
+  throw StorageError(Status::Corruption("page " + std::to_string(pid) + ": " + what));
+}
+
+template <class BM>
+void BasicBTree<BM>::descend(Bytes key, NodeO* parent, NodeO* node, uint64_t stopAt) {
+  *node = NodeO(bm_, root_);
+  if ((*node)->dropped()) {
+    node->validate();
+    throw StorageError(Status::NotFound("the tree was dropped"));
+  }
+  while (node->pid() != stopAt) {
+    if ((*node)->isLeaf()) return;
+    if (!(*node)->isInner()) {
+      node->validate();
+      throwCorrupt(node->pid(), "not a B+tree node");
+    }
+    *parent = std::move(*node);
+    *node = NodeO(bm_, (*parent)->lookupInner(key), *parent);
+  }
+}
+
+template <class BM>
+bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
+  return withRestarts([&] {
+    NodeO parent;
+    NodeO node;
+    descend(key, &parent, &node, kNoPage);
+    bool found;
+    unsigned pos = node->lowerBound(key, &found);
+    if (!found) {
+      node.validate();
+      return false;
+    }
+    if (!node->outOfLine(pos)) {
+      size_t n = node->payloadLen(pos);
+      std::memcpy(buf, node->payloadPtr(pos), std::min(n, cap));
+      node.validate();
+      *vlen = n;
+      return true;
+    }
+    ValueRef ref;
+    std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
+    GuardO<ValuePage, BM> value(bm_, ref.pid, node);
+    size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
+    std::memcpy(buf, value->data, std::min(n, cap));
+    value.validate();
+    node.validate();
+    if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+      value.validate();
+      throwCorrupt(ref.pid, "not the value page its leaf refers to");
+    }
+    *vlen = n;
+    return true;
+  });
+}
+
+template <class BM>
+void BasicBTree<BM>::copyValue(NodeO& leaf, unsigned pos, std::string* out) {
+  if (!leaf->outOfLine(pos)) {
+    unsigned n = std::min<unsigned>(leaf->payloadLen(pos), kPageSize);
+    out->assign(reinterpret_cast<const char*>(leaf->payloadPtr(pos)), n);
+    return;
+  }
+  ValueRef ref;
+  std::memcpy(&ref, leaf->payloadPtr(pos), sizeof(ref));
+  GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
+  size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
+  out->assign(reinterpret_cast<const char*>(value->data), n);
+  bool intact = value->page.kind == PageKind::kValue && value->len == ref.len;
+  value.validate();
+  if (!intact) {
+    leaf.validate();
+    throwCorrupt(ref.pid, "not the value page its leaf refers to");
+  }
+}
+
+template <class BM>
+bool BasicBTree<BM>::getString(Bytes key, std::string* value) {
+  return withRestarts([&] {
+    NodeO parent;
+    NodeO node;
+    descend(key, &parent, &node, kNoPage);
+    bool found;
+    unsigned pos = node->lowerBound(key, &found);
+    if (found) copyValue(node, pos, value);
+    node.validate();
+    return found;
+  });
+}
+
+template <class BM>
+uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
+  GuardX<ValuePage, BM> page(bm_, bm_.allocPage(PageKind::kValue));
+  page->len = static_cast<uint32_t>(value.size());
+  std::memcpy(page->data, value.data(), value.size());
+  return page.pid();
+}
+
+template <class BM>
+void BasicBTree<BM>::freeValuePage(uint64_t pid) {
+  GuardX<Page, BM> page(bm_, pid);
+  page.freePage();
+}
+
+template <class BM>
+void BasicBTree<BM>::put(Bytes key, Bytes value) {
+  bool outOfLine = key.size() + value.size() > BTreeNode::kMaxEntry;
+  if (!outOfLine) {
+    uint64_t old = insertEntry(key, value, false);
+    if (old != kNoPage) freeValuePage(old);
+    return;
+  }
+  ValueRef ref{writeValuePage(value), static_cast<uint32_t>(value.size())};
+  uint64_t old;
+  try {
+    old = insertEntry(key, Bytes(reinterpret_cast<const uint8_t*>(&ref), sizeof(ref)), true);
+  } catch (...) {
+    freeValuePage(ref.pid);
+    throw;
+  }
+  if (old != kNoPage) freeValuePage(old);
+}
+
+template <class BM>
+uint64_t BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
+  unsigned klen = static_cast<unsigned>(key.size());
+  unsigned plen = static_cast<unsigned>(payload.size());
+  for (unsigned attempt = 0;; attempt++) {
+    try {
+      NodeO parentO;
+      NodeO nodeO;
+      descend(key, &parentO, &nodeO, kNoPage);
+      NodeX node(std::move(nodeO));
+      bool found;
+      unsigned pos = node->lowerBound(key, &found);
+      if (found) {
+        // Replace in place if the new entry fits once the old one is gone.
+        unsigned freed = BTreeNode::kSlotSize + node->slot[pos].keyLen + node->payloadLen(pos);
+        if (node->spaceNeeded(klen, plen) <= node->freeSpaceAfterCompaction() + freed) {
+          uint64_t old = kNoPage;
+          if (node->outOfLine(pos)) {
+            ValueRef ref;
+            std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
+            old = ref.pid;
+          }
+          node->removeSlot(pos);
+          node->makeSpaceFor(klen, plen);
+          node->insert(key, payload, outOfLine);
+          return old;
+        }
+      } else if (node->makeSpaceFor(klen, plen)) {
+        node->insert(key, payload, outOfLine);
+        return kNoPage;
+      }
+      NodeX parent;
+      if (parentO.held()) parent = NodeX(std::move(parentO));
+      split(node, parent, key);
+    } catch (const Restart&) {
+      if (attempt > 4) std::this_thread::yield();
+    }
+  }
+}
+
+template <class BM>
+bool BasicBTree<BM>::split(NodeX& node, NodeX& parent, Bytes key) {
+  if (node.pid() == root_) {
+    // The root keeps its page id: its content moves into a new child below it.
+    NodeX child(bm_, bm_.allocPage(node->page.kind));
+    node->copyContentTo(child.get());
+    node->init(false, {}, {});
+    node->upper = child.pid();
+    parent = std::move(node);
+    node = std::move(child);
+  }
+  uint8_t sep[kKeyBuf];
+  unsigned sepLen;
+  unsigned leftCount;
+  unsigned count = node->count;
+  if (node->isLeaf() && count < 2) {
+    // One entry that leaves no room for the new one: split around the new key, so
+    // that the new key gets a node of its own side with nothing else in it.
+    bool found;
+    unsigned pos = node->lowerBound(key, &found);
+    if (pos == 0) {
+      leftCount = 0;
+      sepLen = static_cast<unsigned>(key.size());
+      std::memcpy(sep, key.data(), sepLen);
+    } else {
+      leftCount = 1;
+      sepLen = node->copyKey(0, sep, kKeyBuf);
+    }
+  } else {
+    bool found;
+    leftCount = node->chooseSplit(node->lowerBound(key, &found), sep, &sepLen);
+  }
+  if (!parent->makeSpaceFor(sepLen, sizeof(uint64_t))) {
+    uint64_t parentPid = parent.pid();
+    node.release();
+    parent.release();
+    ensureSpace(parentPid, Bytes(sep, sepLen), sizeof(uint64_t));
+    return false;
+  }
+  NodeX left(bm_, bm_.allocPage(node->page.kind));
+  node->split(left.get(), left.pid(), parent.get(), leftCount, Bytes(sep, sepLen));
+  return true;
+}
+
+template <class BM>
+void BasicBTree<BM>::ensureSpace(uint64_t pid, Bytes key, unsigned payloadLen) {
+  for (unsigned attempt = 0;; attempt++) {
+    try {
+      NodeO parentO;
+      NodeO nodeO;
+      descend(key, &parentO, &nodeO, pid);
+      if (nodeO.pid() != pid) {  // no longer on the path: somebody else restructured it
+        nodeO.validate();
+        return;
+      }
+      if (nodeO->spaceNeeded(static_cast<unsigned>(key.size()), payloadLen) <= nodeO->freeSpaceAfterCompaction()) {
+        nodeO.validate();
+        return;
+      }
+      NodeX parent;
+      if (parentO.held()) parent = NodeX(std::move(parentO));
+      NodeX node(std::move(nodeO));
+      if (split(node, parent, key)) return;
+    } catch (const Restart&) {
+      if (attempt > 4) std::this_thread::yield();
+    }
+  }
+}
+
+template <class BM>
+bool BasicBTree<BM>::remove(Bytes key) {
+  return withRestarts([&] {
+    NodeO parent;
+    NodeO nodeO;
+    descend(key, &parent, &nodeO, kNoPage);
+    bool found;
+    unsigned pos = nodeO->lowerBound(key, &found);
+    if (!found) {
+      nodeO.validate();
+      return false;
+    }
+    NodeX node(std::move(nodeO));
+    uint64_t valuePage = kNoPage;
+    if (node->outOfLine(pos)) {
+      ValueRef ref;
+      std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
+      valuePage = ref.pid;
+    }
+    node->removeSlot(pos);
+    bool underfull = node->underfull();
+    uint64_t pid = node.pid();
+    node.release();
+    if (valuePage != kNoPage) freeValuePage(valuePage);
+    if (underfull && pid != root_) mergeUnderfull(key, pid);
+    return true;
+  });
+}
+
+template <class BM>
+void BasicBTree<BM>::mergeUnderfull(Bytes key, uint64_t pid) {
+  // Best effort: the delete already happened; a merge that cannot be done now is
+  // tried again by a later delete in the same node.
+  uint64_t parentPid = kNoPage;
+  bool parentUnderfull = false;
+  bool rootEmpty = false;
+  try {
+    withRestarts([&] {
+      NodeO parentO;
+      NodeO nodeO;
+      descend(key, &parentO, &nodeO, pid);
+      if (nodeO.pid() != pid || !parentO.held() || !nodeO->underfull()) {
+        nodeO.validate();
+        return;
+      }
+      NodeX parent(std::move(parentO));
+      NodeX node(std::move(nodeO));
+      bool found;
+      unsigned pos = parent->lowerBound(key, &found);
+      unsigned count = parent->count;
+      if (count == 0 || (pos < count ? parent->child(pos) : parent->upper) != pid) return;
+      NodeX left;
+      NodeX right;
+      unsigned sepSlot;
+      if (pos < count) {
+        sepSlot = pos;
+        uint64_t rightPid = pos + 1 < count ? parent->child(pos + 1) : parent->upper;
+        left = std::move(node);
+        right = NodeX(bm_, rightPid);
+      } else {
+        sepSlot = count - 1;
+        right = std::move(node);
+        left = NodeX(bm_, parent->child(count - 1));
+      }
+      if (left->page.kind == right->page.kind && left->mergeInto(sepSlot, parent.get(), right.get())) {
+        left.freePage();
+      }
+      parentPid = parent.pid();
+      parentUnderfull = parent->underfull();
+      rootEmpty = parentPid == root_ && parent->count == 0;
+    });
+    if (rootEmpty) {
+      shrinkRoot();
+    } else if (parentUnderfull && parentPid != kNoPage && parentPid != root_) {
+      mergeUnderfull(key, parentPid);  // inner nodes merge the same way
+    }
+  } catch (const StorageError&) {
+    // A sibling could not be read; the tree is intact, only less compact.
+  }
+}
+
+template <class BM>
+void BasicBTree<BM>::shrinkRoot() {
+  NodeX root(bm_, root_);
+  while (root->isInner() && root->count == 0) {
+    NodeX child(bm_, root->upper);
+    child->copyContentTo(root.get());
+    child.freePage();
+  }
+}
+
+template <class BM>
+void BasicBTree<BM>::readForward(Bytes from, LeafBatch* out) {
+  withRestarts([&] {
+    out->keys.clear();
+    out->values.clear();
+    NodeO parent;
+    NodeO node;
+    descend(from, &parent, &node, kNoPage);
+    if (node->count > kMaxSlots) {
+      node.validate();
+      throwCorrupt(node.pid(), "slot count out of range");
+    }
+    bool found;
+    uint8_t key[kKeyBuf];
+    for (unsigned i = node->lowerBound(from, &found); i < node->count; i++) {
+      unsigned n = node->copyKey(i, key, kKeyBuf);
+      out->keys.emplace_back(reinterpret_cast<char*>(key), n);
+      out->values.emplace_back();
+      copyValue(node, i, &out->values.back());
+    }
+    Bytes fence = node->upperFenceKey();
+    out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
+    node.validate();
+  });
+}
+
+template <class BM>
+void BasicBTree<BM>::readBackward(Bytes from, LeafBatch* out) {
+  withRestarts([&] {
+    out->keys.clear();
+    out->values.clear();
+    NodeO parent;
+    NodeO node;
+    descend(from, &parent, &node, kNoPage);
+    if (node->count > kMaxSlots) {
+      node.validate();
+      throwCorrupt(node.pid(), "slot count out of range");
+    }
+    bool found;
+    unsigned end = node->lowerBound(from, &found);
+    if (found) end++;  // include `from` itself
+    uint8_t key[kKeyBuf];
+    for (unsigned i = std::min<unsigned>(end, node->count); i-- > 0;) {
+      unsigned n = node->copyKey(i, key, kKeyBuf);
+      out->keys.emplace_back(reinterpret_cast<char*>(key), n);
+      out->values.emplace_back();
+      copyValue(node, i, &out->values.back());
+    }
+    Bytes fence = node->lowerFenceKey();
+    out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
+    node.validate();
+  });
+}
+
+template <class BM>
+bool BasicBTree<BM>::isDropped() {
+  return withRestarts([&] {
+    NodeO root(bm_, root_);
+    bool d = root->dropped();
+    root.validate();
+    return d;
+  });
+}
+
+template <class BM>
+void BasicBTree<BM>::drop() {
+  std::vector<uint64_t> pending;
+  {
+    NodeX root(bm_, root_);
+    if (root->dropped()) throw StorageError(Status::NotFound("the tree was dropped"));
+    if (root->isInner()) {
+      for (unsigned i = 0; i < root->count; i++) pending.push_back(root->child(i));
+      pending.push_back(root->upper);
+    } else {
+      for (unsigned i = 0; i < root->count; i++) {
+        if (root->outOfLine(i)) {
+          ValueRef ref;
+          std::memcpy(&ref, root->payloadPtr(i), sizeof(ref));
+          freeValuePage(ref.pid);
+        }
+      }
+    }
+    root->init(true, {}, {});
+    root->flags = BTreeNode::kDropped;
+  }
+  // Nobody reaches the rest any more: every new descent stops at the dropped root, and
+  // operations already below it fail validation once a page they read is freed.
+  while (!pending.empty()) {
+    uint64_t pid = pending.back();
+    pending.pop_back();
+    NodeX node(bm_, pid);
+    for (unsigned i = 0; i < node->count; i++) {
+      if (node->isInner()) {
+        pending.push_back(node->child(i));
+      } else if (node->outOfLine(i)) {
+        ValueRef ref;
+        std::memcpy(&ref, node->payloadPtr(i), sizeof(ref));
+        freeValuePage(ref.pid);
+      }
+    }
+    if (node->isInner()) pending.push_back(node->upper);
+    node.freePage();
+  }
+}
+
+template <class BM>
+void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages) {
+  struct Item {
+    uint64_t pid;
+    std::string lower, upper;
+    unsigned depth;
+  };
+  std::vector<Item> stack{{root_, "", "", 0}};
+  int leafDepth = -1;
+  auto problem = [&](uint64_t pid, const std::string& what) {
+    problems->push_back("tree at page " + std::to_string(root_) + ", page " + std::to_string(pid) + ": " + what);
+  };
+  while (!stack.empty()) {
+    Item item = std::move(stack.back());
+    stack.pop_back();
+    pages->push_back(item.pid);
+    try {
+      GuardS<BTreeNode, BM> node(bm_, item.pid);
+      std::string err = node->verify();
+      if (!err.empty()) {
+        problem(item.pid, err);
+        continue;
+      }
+      auto str = [](Bytes b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); };
+      if (str(node->lowerFenceKey()) != item.lower || str(node->upperFenceKey()) != item.upper) {
+        problem(item.pid, "fence keys differ from the separators in its parent");
+      }
+      if (node->isLeaf()) {
+        if (leafDepth < 0) leafDepth = static_cast<int>(item.depth);
+        if (leafDepth != static_cast<int>(item.depth)) problem(item.pid, "leaves at different depths");
+        for (unsigned i = 0; i < node->count; i++) {
+          if (!node->outOfLine(i)) continue;
+          ValueRef ref;
+          std::memcpy(&ref, node->payloadPtr(i), sizeof(ref));
+          pages->push_back(ref.pid);
+          try {
+            GuardS<ValuePage, BM> value(bm_, ref.pid);
+            if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+              problem(ref.pid, "value page does not match its reference");
+            }
+          } catch (const StorageError& e) {
+            problem(ref.pid, e.status().message());
+          }
+        }
+      } else {
+        std::string lower = item.lower;
+        for (unsigned i = 0; i < node->count; i++) {
+          std::string sep = node->keyString(i);
+          stack.push_back({node->child(i), lower, sep, item.depth + 1});
+          lower = std::move(sep);
+        }
+        stack.push_back({node->upper, lower, item.upper, item.depth + 1});
+      }
+    } catch (const StorageError& e) {
+      problem(item.pid, e.status().message());
+    }
+  }
+}
+
+template <class BM>
+uint64_t BasicBTree<BM>::countKeys() {
+  uint64_t n = 0;
+  LeafBatch batch;
+  std::string from;
+  for (;;) {
+    readForward(asBytes(from), &batch);
+    n += batch.keys.size();
+    if (batch.fence.empty()) return n;
+    from = batch.fence;
+    from.push_back('\0');  // the smallest key above the fence
+  }
+}
+
+}  // namespace vmstore::internal

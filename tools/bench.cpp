@@ -1,0 +1,130 @@
+// vmstore bench: the command line of the benchmark runner (bench/runner.hpp). Parses the
+// options into RunOptions and runs one workload or micro-benchmark; `vmstore bench suite`
+// is in bench_suite.cpp.
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "cli.hpp"
+#include "engine.hpp"
+#include "runner.hpp"
+#include "workload.hpp"
+
+namespace vmstore::cli {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none)" : out;
+}
+
+void printBenchHelp() {
+  std::printf(
+      "usage: vmstore bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE]\n"
+      "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
+      "                     [--distribution=zipfian|uniform]\n"
+      "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
+      "\n"
+      "Loads WORKLOAD into a fresh database of engine E, runs N worker threads for S\n"
+      "seconds and prints one CSV row per second, then one JSON line (the last line of\n"
+      "stdout). Progress goes to stderr. Defaults: --engine=vmstore --threads=2\n"
+      "--seconds=10 --pool=1G, --data per workload (lookup 10M tuples, ycsb-* 1M records,\n"
+      "tpcc 4 warehouses), a temporary directory removed afterwards.\n"
+      "\n"
+      "workloads:        %s\n"
+      "micro-benchmarks: %s\n"
+      "engines:          %s\n"
+      "\n"
+      "'suite' runs in-memory lookups, out-of-memory lookups and TPC-C on every engine and\n"
+      "prints a table (docs/CLI.md).\n",
+      joined(bench::WorkloadRegistry::instance().names()).c_str(),
+      joined(bench::MicroRegistry::instance().names()).c_str(),
+      joined(bench::engineNames()).c_str());
+}
+
+double parseSeconds(const Args& args, double fallback) {
+  if (!args.has("seconds")) return fallback;
+  const std::string text = args.str("seconds", "");
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0) || v > 1e7) {
+    throw UsageError("--seconds=" + text + ": not a positive number of seconds");
+  }
+  return v;
+}
+
+}  // namespace
+
+double benchSeconds(const Args& args, double fallback) { return parseSeconds(args, fallback); }
+
+int cmdBench(int argc, char** argv) {
+  if (argc < 3 || std::strcmp(argv[2], "--help") == 0 || std::strcmp(argv[2], "-h") == 0 ||
+      std::strcmp(argv[2], "help") == 0) {
+    if (argc < 3) {
+      throw UsageError("missing workload (workloads: " +
+                       joined(bench::WorkloadRegistry::instance().names()) +
+                       "; micro-benchmarks: " +
+                       joined(bench::MicroRegistry::instance().names()) + "; or suite)");
+    }
+    printBenchHelp();
+    return kExitOk;
+  }
+  for (int i = 3; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      printBenchHelp();
+      return kExitOk;
+    }
+  }
+  if (std::strcmp(argv[2], "suite") == 0) return cmdBenchSuite(argc, argv);
+  if (argv[2][0] == '-') throw UsageError(std::string("missing workload before ") + argv[2]);
+
+  Args args(argc, argv, 3,
+            {{"engine", true},
+             {"threads", true},
+             {"data", true},
+             {"pool", true},
+             {"seconds", true},
+             {"dir", true},
+             {"csv", true},
+             {"check", false},
+             {"distribution", true}});
+  args.requirePositionals(0, 0);
+  bench::RunOptions opts;
+  opts.workload = argv[2];
+  opts.engine = args.str("engine", opts.engine);
+  const uint64_t threads = args.count("threads", opts.threads, 1);
+  if (threads > 4096) throw UsageError("--threads: at most 4096");
+  opts.threads = static_cast<unsigned>(threads);
+  opts.data = args.count("data", 0, 1);
+  opts.pool = args.size("pool", 0, 1ull << 20);  // 0: the runner's default (1G)
+  opts.seconds = parseSeconds(args, opts.seconds);
+  opts.dir = args.str("dir", "");
+  if (args.has("dir") && opts.dir.empty()) throw UsageError("--dir must not be empty");
+  opts.csv = args.str("csv", "");
+  if (args.has("csv") && opts.csv.empty()) throw UsageError("--csv needs a file name");
+  opts.check = args.has("check");
+  opts.distribution = args.str("distribution", opts.distribution);
+
+  bench::RunnerIo io;
+  io.out = &std::cout;
+  io.log = &std::cerr;
+  io.removeTempDirOnSignal = true;
+  bench::RunResult result;
+  try {
+    result = bench::runBenchmark(opts, io);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::cout.flush();
+  if (!result.ok) {
+    throw Failure(kExitFailure, "--check found " + std::to_string(result.problems.size()) +
+                                    " problem(s)");
+  }
+  return kExitOk;
+}
+
+}  // namespace vmstore::cli
