@@ -23,13 +23,21 @@
 // - Writes: LMDB admits one writer at a time. begin()/commit() bracket one write
 //   transaction (all operations in between, reads included, go through it and see its
 //   writes); a put/del outside begin()/commit() runs in its own short write transaction.
+// - stats(): LMDB counts nothing itself; its I/O is the kernel's paging of the map, so
+//   pageMisses is the process's major page faults (getrusage) and bytesRead/bytesWritten
+//   the process's storage reads and page-cache dirtying (/proc/self/io read_bytes,
+//   write_bytes), all since open(). Process-wide: exact while the engine is the only
+//   thing in the process doing I/O, as in `vmstore bench`. evictions stays 0 (the
+//   kernel's page reclaim is not visible per process).
 // - Session objects must be destroyed before Engine::close().
 #include <lmdb.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -72,7 +80,21 @@ inline std::string_view view(const MDB_val& v) {
   return {static_cast<const char*>(v.mv_data), v.mv_size};
 }
 
-class LmdbEngine;
+// The process's I/O counters (see stats() above).
+EngineStats processCounters() {
+  EngineStats st;
+  struct rusage ru {};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) st.pageMisses = static_cast<uint64_t>(ru.ru_majflt);
+  std::ifstream io("/proc/self/io");
+  std::string name;
+  uint64_t value = 0;
+  while (io >> name >> value) {
+    if (name == "read_bytes:") st.bytesRead = value;
+    if (name == "write_bytes:") st.bytesWritten = value;
+  }
+  return st;
+}
+
 
 class LmdbSession final : public Session {
  public:
@@ -275,6 +297,7 @@ class LmdbEngine final : public Engine {
         dbis_.push_back(d);
       }
       check("mdb_txn_commit", mdb_txn_commit(t));
+      base_ = processCounters();
     } catch (...) {
       mdb_env_close(env_);
       env_ = nullptr;
@@ -286,6 +309,16 @@ class LmdbEngine final : public Engine {
   std::unique_ptr<Session> session() override {
     if (env_ == nullptr) throw std::runtime_error("lmdb: session: not open");
     return std::make_unique<LmdbSession>(env_, &dbis_, maxKey_);
+  }
+
+  EngineStats stats() override {
+    EngineStats now = processCounters();
+    auto since = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+    EngineStats st;
+    st.pageMisses = since(now.pageMisses, base_.pageMisses);
+    st.bytesRead = since(now.bytesRead, base_.bytesRead);
+    st.bytesWritten = since(now.bytesWritten, base_.bytesWritten);
+    return st;
   }
 
   void close() override {
@@ -301,6 +334,7 @@ class LmdbEngine final : public Engine {
   std::vector<MDB_dbi> dbis_;
   size_t maxKey_ = 511;
   bool durable_ = false;
+  EngineStats base_;  // processCounters() at open
 };
 
 Registrar<Engine> reg("lmdb", [] { return std::make_unique<LmdbEngine>(); });

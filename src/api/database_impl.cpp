@@ -81,7 +81,11 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   s = db->file_.open(path, options.create);
   if (!s.ok()) return s;
   bool fresh = db->file_.sizeBytes() == 0;
-  if (fresh && !options.create) return Status::InvalidArgument("no vmstore database in " + dir + " (and create=false)");
+  if (fresh && fileExists) {
+    // Never silently turn a data file into a new database: an empty one was truncated
+    // (or its creation was cut short before anything was stored in it).
+    return Status::Corruption(path + " is empty; if this database never held data, delete the file to start anew");
+  }
 
   Superblock sb;
   if (!fresh) {

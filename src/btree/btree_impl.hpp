@@ -86,7 +86,7 @@ bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
     }
     if (!node->outOfLine(pos)) {
       size_t n = node->payloadLen(pos);
-      std::memcpy(buf, node->payloadPtr(pos), std::min(n, cap));
+      if (cap > 0) std::memcpy(buf, node->payloadPtr(pos), std::min(n, cap));
       node.validate();
       *vlen = n;
       return true;
@@ -95,7 +95,7 @@ bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
     std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
     GuardO<ValuePage, BM> value(bm_, ref.pid, node);
     size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
-    std::memcpy(buf, value->data, std::min(n, cap));
+    if (cap > 0) std::memcpy(buf, value->data, std::min(n, cap));
     value.validate();
     node.validate();
     if (value->page.kind != PageKind::kValue || value->len != ref.len) {

@@ -257,6 +257,32 @@ TEST_P(EngineAdapterTest, SessionsOnTwoThreads) {
   (void)st;
 }
 
+// The durable configuration (log and sync on commit) opens and works too.
+TEST_P(EngineAdapterTest, DurableModeOpens) {
+  engine_->close();
+  open_ = false;
+  std::filesystem::remove_all(dir_);
+  auto durable = EngineRegistry::instance().make(GetParam());
+  EngineConfig config;
+  config.dir = dir_;
+  config.poolBytes = 16 << 20;
+  config.durable = true;
+  durable->open(config, {"alpha", "beta"});
+  {
+    auto s = durable->session();
+    s->begin();
+    s->put(0, "k", "v");
+    s->commit();
+    s->put(1, "k2", "v2");
+    std::string v;
+    ASSERT_TRUE(s->get(0, "k", &v));
+    EXPECT_EQ(v, "v");
+    ASSERT_TRUE(s->get(1, "k2", &v));
+    EXPECT_EQ(v, "v2");
+  }
+  durable->close();
+}
+
 INSTANTIATE_TEST_SUITE_P(Competitors, EngineAdapterTest,
                          ::testing::Values(std::string("lmdb"), std::string("rocksdb"),
                                            std::string("wiredtiger")),
