@@ -268,7 +268,9 @@ class LmdbEngine final : public Engine {
     if (env_ != nullptr) throw std::runtime_error("lmdb: open: already open");
     std::error_code ec;
     std::filesystem::create_directories(config.dir, ec);
-    if (ec) throw std::runtime_error("lmdb: open: create " + config.dir + ": " + ec.message());
+    if (ec) {
+      throw std::runtime_error("lmdb: open: create " + config.dir + ": " + ec.message());
+    }
     durable_ = config.durable;
 
     check("mdb_env_create", mdb_env_create(&env_));

@@ -14,8 +14,8 @@
 // - No log, no sync unless config.durable: WriteOptions::disableWAL and sync=false. When
 //   durable: WAL on and every write (or commit) synced.
 // - No compression (the other engines do not compress either), 4 KiB blocks (the
-//   default; vmstore's page size), a 10-bit Bloom filter per SST file (RocksDB's
-//   standard point-lookup configuration).
+//   default; vmstore's page size), 10-bit Bloom filters (RocksDB's standard point-lookup
+//   configuration), index and filters partitioned into 4 KiB blocks (see open()).
 // - begin()/commit(): the transaction's writes are buffered in a WriteBatchWithIndex and
 //   applied atomically at commit(); reads inside the transaction see the committed data
 //   plus the transaction's own writes (GetFromBatchAndDB, NewIteratorWithBase); abort()

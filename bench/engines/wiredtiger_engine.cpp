@@ -7,8 +7,8 @@
 //   defaults: 32 KiB leaf pages and 4 KiB internal pages on storage, as in the paper.
 // - cache_size = config.poolBytes (at least 1 MiB, WiredTiger's minimum).
 // - direct_io=[checkpoint,data]: table files bypass the OS page cache, so the WiredTiger
-//   cache is the only cache. If the file system refuses O_DIRECT (tmpfs), the database is re-created
-//   without it and a note goes to stderr.
+//   cache is the only cache. If the file system refuses O_DIRECT (EINVAL, e.g. an old
+//   tmpfs), the database is re-created without it and a note goes to stderr.
 // - No log, no sync unless config.durable: log=(enabled=false), checkpoint_sync=false and
 //   no checkpoints until close. When durable: log enabled, transaction_sync=(enabled=true,
 //   method=fsync), i.e. every commit is logged and fsynced.
