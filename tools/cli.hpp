@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vmstore/vmstore.hpp"
+#include "workloads/records.hpp"
 
 namespace vmstore::cli {
 
@@ -101,52 +102,15 @@ std::vector<std::string> databaseFileNames();
 
 // ---- the synthetic data set of demo and bench (common.cpp / progress.cpp) -------------
 
-inline constexpr size_t kKeySize = 8;
-inline constexpr size_t kValueSize = 120;
-
-inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Fast per-thread generator (xorshift64*), seeded through splitmix64.
-class FastRandom {
- public:
-  explicit FastRandom(uint64_t seed) {
-    state_ = splitmix64(seed);
-    if (state_ == 0) state_ = 1;
-  }
-  uint64_t next() {
-    state_ ^= state_ >> 12;
-    state_ ^= state_ << 25;
-    state_ ^= state_ >> 27;
-    return state_ * 0x2545F4914F6CDD1Dull;
-  }
-  // Uniform in [0, n) (n > 0), by multiply-shift.
-  uint64_t below(uint64_t n) {
-    __extension__ typedef unsigned __int128 u128;
-    return static_cast<uint64_t>((static_cast<u128>(next()) * n) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
-
-// Key i as 8 big-endian bytes, so byte order is numeric order.
-inline void encodeKey(uint64_t i, char out[kKeySize]) {
-  for (size_t b = 0; b < kKeySize; ++b) out[b] = static_cast<char>(i >> (56 - 8 * b));
-}
-
-// The value stored under key i: kValueSize bytes that depend on i only.
-inline void makeValue(uint64_t i, char out[kValueSize]) {
-  uint64_t state = i * 0xD1B54A32D192ED03ull;
-  for (size_t off = 0; off < kValueSize; off += 8) {
-    uint64_t w = splitmix64(state);
-    for (size_t b = 0; b < 8; ++b) out[off + b] = static_cast<char>(w >> (8 * b));
-  }
-}
+// The key/value shape and generators are the benchmark's (one definition of the data
+// set): 8-byte big-endian keys, 120-byte values that depend on the key.
+using vmstore::bench::records::encodeKey;
+using vmstore::bench::records::kKeySize;
+using vmstore::bench::records::kValueSize;
+using vmstore::bench::records::splitmix64;
+using FastRandom = vmstore::bench::records::Random;
+// The value stored under key i by demo: the benchmark's version-0 value.
+inline void makeValue(uint64_t i, char out[kValueSize]) { vmstore::bench::records::makeValue(i, 0, out); }
 
 // A bijection of [0, n) that looks random: visits every index once, in O(1) memory.
 class Permutation {
