@@ -173,10 +173,6 @@ void BTreeNode::removeSlot(unsigned i) {
   makeHints();
 }
 
-void BTreeNode::setChild(unsigned i, uint64_t pid) {
-  std::memcpy(ptr() + slot[i].offset + slot[i].keyLen, &pid, sizeof(pid));
-}
-
 void BTreeNode::makeHints() {
   unsigned dist = count / (kHintCount + 1);
   for (unsigned i = 0; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;

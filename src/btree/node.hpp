@@ -126,7 +126,6 @@ struct BTreeNode {
   void removeSlot(unsigned i);
   // Appends an entry after all others (the caller keeps keys ascending).
   void append(Bytes key, Bytes payload, uint16_t rawPayloadLen);
-  void setChild(unsigned i, uint64_t pid);
   void compactify();
   void makeHints();
   // Copies this node's fences, entries and upper into dst (a freshly initialized node

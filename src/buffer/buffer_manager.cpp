@@ -281,12 +281,6 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
   return Status::OK();
 }
 
-Status BufferManager::writeLocked(uint64_t pid) {
-  if (!isDirty(pageAt(pid))) return Status::OK();
-  std::lock_guard g(evictMutex_);
-  return writePages(std::span<const uint64_t>(&pid, 1));
-}
-
 Status BufferManager::flushAll() {
   std::vector<uint64_t> todo;
   resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });

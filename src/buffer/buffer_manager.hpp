@@ -111,8 +111,6 @@ class BufferManager {
 
   // Writes every dirty resident page. Returns the first error.
   Status flushAll();
-  // Writes a page that is locked (shared or exclusive) by the caller, if dirty.
-  Status writeLocked(uint64_t pid);
   void setWriteHook(std::function<Status()> hook) { writeHook_ = std::move(hook); }
   void checkpointDone() { writeHookPending_.store(true, std::memory_order_release); }
   // Runs the write hook now if it is pending (before writing pages behind the pool's back).

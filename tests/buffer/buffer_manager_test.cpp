@@ -556,17 +556,6 @@ TEST(BufferManager, WriteHookRunsOnceBeforeFirstWriteAfterCheckpoint) {
   dirty(pids[2]);
   UNIT_ASSERT_OK(bm.flushAll());
   EXPECT_EQ(calls, 3);
-
-  // writeLocked runs it too.
-  bm.checkpointDone();
-  Page* p = bm.fixX(pids[3]);
-  BufferManager::markDirty(p);
-  written = counter(bm, Counter::kPagesWritten);
-  UNIT_ASSERT_OK(bm.writeLocked(pids[3]));
-  EXPECT_EQ(calls, 4);
-  EXPECT_EQ(counter(bm, Counter::kPagesWritten), written + 1);
-  EXPECT_FALSE(BufferManager::isDirty(p));
-  bm.unfixX(pids[3]);
 }
 
 TEST(BufferManager, FailingWriteHookStopsTheWriteAndStaysPending) {
