@@ -107,7 +107,9 @@ TEST(HashBufferManager, ConcurrentWritersOnDisjointRanges) {
       std::string v;
       bool found = tree.getString(asBytes(k), &v);
       ASSERT_EQ(found, i % 3 != 0) << k;
-      if (found) ASSERT_EQ(v, k);
+      if (found) {
+        ASSERT_EQ(v, k);
+      }
     }
   }
   std::vector<std::string> problems;
@@ -134,7 +136,9 @@ TEST(HashBufferManager, DamagedPageOnStorageIsCorruption) {
   for (int i = 0; i < 3000; i++) {
     std::string v;
     try {
-      if (tree.getString(asBytes(keyOf(i)), &v)) EXPECT_EQ(v, std::string(100, 'v'));
+      if (tree.getString(asBytes(keyOf(i)), &v)) {
+        EXPECT_EQ(v, std::string(100, 'v'));
+      }
     } catch (const StorageError& e) {
       EXPECT_EQ(e.status().code(), vmstore::Status::Code::kCorruption);
       corrupt++;
