@@ -50,10 +50,13 @@ const char* vms_last_error(void);
 /* config: NULL or "key=value,key=value". Keys:
  *   pool_size=SIZE   buffer pool memory budget, bytes with optional K/M/G/T suffix
  *                    (default 1G, minimum 1M)
- *   create=BOOL      create directory and database if missing (default true)
+ *   create=BOOL      create directory and database if missing (default true);
+ *                    with false a missing database is VMS_EINVAL, nothing created
  *   max_size=SIZE    largest the data file may grow (default 1T); reserves address
  *                    space only
- * Opening a database that is open elsewhere: VMS_EBUSY. */
+ * Unknown keys or malformed values: VMS_EINVAL, nothing created.
+ * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
+ * superblock, an existing but empty file) or one not closed cleanly: VMS_ECORRUPT. */
 int vms_open(const char* dir, const char* config, vms_db** db);
 /* Writes everything, releases the directory lock, frees db and all its tree handles. */
 int vms_close(vms_db* db);
