@@ -19,7 +19,6 @@ namespace {
 
 using internal::BasicBTree;
 using internal::HashBufferManager;
-using internal::LeafBatch;
 using internal::StorageError;
 using HashTree = BasicBTree<HashBufferManager>;
 
@@ -56,30 +55,14 @@ class HashbmSession : public Session {
   }
   void scan(int table, std::string_view start, const ScanFn& fn) override {
     try {
-      std::string from(start);
-      for (;;) {
-        tree(table).readForward(bytesOf(from), &batch_);
-        for (size_t i = 0; i < batch_.keys.size(); i++) {
-          if (!fn(batch_.keys[i], batch_.values[i])) return;
-        }
-        if (batch_.fence.empty()) return;
-        from = batch_.fence + '\0';  // the smallest key above this leaf
-      }
+      tree(table).scan(bytesOf(start), true, fn);
     } catch (const StorageError& e) {
       fail("scan", e);
     }
   }
   void scanReverse(int table, std::string_view start, const ScanFn& fn) override {
     try {
-      std::string from(start);
-      for (;;) {
-        tree(table).readBackward(bytesOf(from), &batch_);
-        for (size_t i = 0; i < batch_.keys.size(); i++) {
-          if (!fn(batch_.keys[i], batch_.values[i])) return;
-        }
-        if (batch_.fence.empty()) return;
-        from = batch_.fence;  // keys <= the lower fence live to the left
-      }
+      tree(table).scan(bytesOf(start), false, fn);
     } catch (const StorageError& e) {
       fail("scanReverse", e);
     }
@@ -88,7 +71,6 @@ class HashbmSession : public Session {
  private:
   HashTree& tree(int table) { return *(*trees_)[static_cast<size_t>(table)]; }
   std::vector<std::unique_ptr<HashTree>>* trees_;
-  LeafBatch batch_;
 };
 
 class HashbmEngine : public Engine {

@@ -219,18 +219,13 @@ Status DatabaseImpl::catalogLookup(std::string_view name, uint64_t* root) {
 
 std::vector<std::pair<std::string, uint64_t>> DatabaseImpl::catalogEntries() {
   std::vector<std::pair<std::string, uint64_t>> out;
-  LeafBatch batch;
-  std::string from;
-  for (;;) {
-    catalog_->readForward(asBytes(from), &batch);
-    for (size_t i = 0; i < batch.keys.size(); i++) {
-      uint64_t root = 0;
-      if (batch.values[i].size() == sizeof(root)) std::memcpy(&root, batch.values[i].data(), sizeof(root));
-      out.emplace_back(batch.keys[i].substr(1), root);
-    }
-    if (batch.fence.empty()) return out;
-    from = batch.fence + '\0';
-  }
+  catalog_->scan({}, true, [&](std::string_view key, std::string_view value) {
+    uint64_t root = 0;
+    if (value.size() == sizeof(root)) std::memcpy(&root, value.data(), sizeof(root));
+    out.emplace_back(std::string(key.substr(1)), root);
+    return true;
+  });
+  return out;
 }
 
 Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {

@@ -51,9 +51,26 @@ class BasicBTree {
   bool remove(Bytes key);
 
   // The entries >= from of the leaf that holds `from`, ascending.
-  void readForward(Bytes from, LeafBatch* out);
+  void readForward(Bytes from, LeafBatch* out) { readLeaf(from, true, out); }
   // The entries <= from of the leaf that holds `from`, descending.
-  void readBackward(Bytes from, LeafBatch* out);
+  void readBackward(Bytes from, LeafBatch* out) { readLeaf(from, false, out); }
+  // Calls fn(key, value) for the entries >= from ascending (forward) or <= from
+  // descending, a leaf at a time, until fn returns false.
+  template <class Fn>
+  void scan(Bytes from, bool forward, Fn&& fn) {
+    LeafBatch batch;
+    std::string at(reinterpret_cast<const char*>(from.data()), from.size());
+    for (;;) {
+      readLeaf(asBytes(at), forward, &batch);
+      for (size_t i = 0; i < batch.keys.size(); i++) {
+        if (!fn(std::string_view(batch.keys[i]), std::string_view(batch.values[i]))) return;
+      }
+      if (batch.fence.empty()) return;
+      // Forward: the smallest key above the upper fence. Backward: keys <= the lower
+      // fence live in the leaves to the left.
+      at = forward ? batch.fence + '\0' : batch.fence;
+    }
+  }
 
   // Marks the root dropped (later calls throw NotFound) and frees every other page.
   void drop();
@@ -74,6 +91,7 @@ class BasicBTree {
   using NodeO = GuardO<BTreeNode, BM>;
   using NodeX = GuardX<BTreeNode, BM>;
   void descend(Bytes key, NodeO* parent, NodeO* node, uint64_t stopAt);
+  void readLeaf(Bytes from, bool forward, LeafBatch* out);
   // Returns the id of a value page the new entry replaced (to free), or kNoPage.
   uint64_t insertEntry(Bytes key, Bytes payload, bool outOfLine);
   // Splits node (parent may be unheld only for the root). False if the parent had to be

@@ -375,7 +375,7 @@ void BasicBTree<BM>::shrinkRoot() {
 }
 
 template <class BM>
-void BasicBTree<BM>::readForward(Bytes from, LeafBatch* out) {
+void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out) {
   withRestarts([&] {
     out->keys.clear();
     out->values.clear();
@@ -387,42 +387,23 @@ void BasicBTree<BM>::readForward(Bytes from, LeafBatch* out) {
       throwCorrupt(node.pid(), "slot count out of range");
     }
     bool found;
+    unsigned pos = node->lowerBound(from, &found);
     uint8_t key[kKeyBuf];
-    for (unsigned i = node->lowerBound(from, &found); i < node->count; i++) {
+    auto add = [&](unsigned i) {
       unsigned n = node->copyKey(i, key, kKeyBuf);
       out->keys.emplace_back(reinterpret_cast<char*>(key), n);
       out->values.emplace_back();
       copyValue(node, i, &out->values.back());
+    };
+    Bytes fence;
+    if (forward) {
+      for (unsigned i = pos; i < node->count; i++) add(i);
+      fence = node->upperFenceKey();
+    } else {
+      unsigned end = std::min<unsigned>(found ? pos + 1 : pos, node->count);  // keys <= from
+      for (unsigned i = end; i-- > 0;) add(i);
+      fence = node->lowerFenceKey();
     }
-    Bytes fence = node->upperFenceKey();
-    out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
-    node.validate();
-  });
-}
-
-template <class BM>
-void BasicBTree<BM>::readBackward(Bytes from, LeafBatch* out) {
-  withRestarts([&] {
-    out->keys.clear();
-    out->values.clear();
-    NodeO parent;
-    NodeO node;
-    descend(from, &parent, &node, kNoPage);
-    if (node->count > kMaxSlots) {
-      node.validate();
-      throwCorrupt(node.pid(), "slot count out of range");
-    }
-    bool found;
-    unsigned end = node->lowerBound(from, &found);
-    if (found) end++;  // include `from` itself
-    uint8_t key[kKeyBuf];
-    for (unsigned i = std::min<unsigned>(end, node->count); i-- > 0;) {
-      unsigned n = node->copyKey(i, key, kKeyBuf);
-      out->keys.emplace_back(reinterpret_cast<char*>(key), n);
-      out->values.emplace_back();
-      copyValue(node, i, &out->values.back());
-    }
-    Bytes fence = node->lowerFenceKey();
     out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
     node.validate();
   });
@@ -541,15 +522,11 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
 template <class BM>
 uint64_t BasicBTree<BM>::countKeys() {
   uint64_t n = 0;
-  LeafBatch batch;
-  std::string from;
-  for (;;) {
-    readForward(asBytes(from), &batch);
-    n += batch.keys.size();
-    if (batch.fence.empty()) return n;
-    from = batch.fence;
-    from.push_back('\0');  // the smallest key above the fence
-  }
+  scan({}, true, [&](std::string_view, std::string_view) {
+    n++;
+    return true;
+  });
+  return n;
 }
 
 }  // namespace vmstore::internal
