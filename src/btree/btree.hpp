@@ -87,6 +87,12 @@ class BasicBTree {
     uint64_t pid;
     uint32_t len;
   } __attribute__((packed));
+  // The reference stored as the payload of an out-of-line value in leaf slot i.
+  static ValueRef valueRefAt(const BTreeNode* leaf, unsigned i) {
+    ValueRef ref;
+    std::memcpy(&ref, leaf->payloadPtr(i), sizeof(ref));
+    return ref;
+  }
 
   using NodeO = GuardO<BTreeNode, BM>;
   using NodeX = GuardX<BTreeNode, BM>;

@@ -91,8 +91,7 @@ bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
       *vlen = n;
       return true;
     }
-    ValueRef ref;
-    std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
+    ValueRef ref = valueRefAt(node.get(), pos);
     GuardO<ValuePage, BM> value(bm_, ref.pid, node);
     size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
     if (cap > 0) std::memcpy(buf, value->data, std::min(n, cap));
@@ -114,8 +113,7 @@ void BasicBTree<BM>::copyValue(NodeO& leaf, unsigned pos, std::string* out) {
     out->assign(reinterpret_cast<const char*>(leaf->payloadPtr(pos)), n);
     return;
   }
-  ValueRef ref;
-  std::memcpy(&ref, leaf->payloadPtr(pos), sizeof(ref));
+  ValueRef ref = valueRefAt(leaf.get(), pos);
   GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
   size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
   out->assign(reinterpret_cast<const char*>(value->data), n);
@@ -192,8 +190,7 @@ uint64_t BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
         if (node->spaceNeeded(klen, plen) <= node->freeSpaceAfterCompaction() + freed) {
           uint64_t old = kNoPage;
           if (node->outOfLine(pos)) {
-            ValueRef ref;
-            std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
+            ValueRef ref = valueRefAt(node.get(), pos);
             old = ref.pid;
           }
           node->removeSlot(pos);
@@ -298,8 +295,7 @@ bool BasicBTree<BM>::remove(Bytes key) {
     NodeX node(std::move(nodeO));
     uint64_t valuePage = kNoPage;
     if (node->outOfLine(pos)) {
-      ValueRef ref;
-      std::memcpy(&ref, node->payloadPtr(pos), sizeof(ref));
+      ValueRef ref = valueRefAt(node.get(), pos);
       valuePage = ref.pid;
     }
     node->removeSlot(pos);
@@ -431,8 +427,7 @@ void BasicBTree<BM>::drop() {
     } else {
       for (unsigned i = 0; i < root->count; i++) {
         if (root->outOfLine(i)) {
-          ValueRef ref;
-          std::memcpy(&ref, root->payloadPtr(i), sizeof(ref));
+          ValueRef ref = valueRefAt(root.get(), i);
           freeValuePage(ref.pid);
         }
       }
@@ -450,8 +445,7 @@ void BasicBTree<BM>::drop() {
       if (node->isInner()) {
         pending.push_back(node->child(i));
       } else if (node->outOfLine(i)) {
-        ValueRef ref;
-        std::memcpy(&ref, node->payloadPtr(i), sizeof(ref));
+        ValueRef ref = valueRefAt(node.get(), i);
         freeValuePage(ref.pid);
       }
     }
@@ -492,8 +486,7 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
         if (leafDepth != static_cast<int>(item.depth)) problem(item.pid, "leaves at different depths");
         for (unsigned i = 0; i < node->count; i++) {
           if (!node->outOfLine(i)) continue;
-          ValueRef ref;
-          std::memcpy(&ref, node->payloadPtr(i), sizeof(ref));
+          ValueRef ref = valueRefAt(node.get(), i);
           pages->push_back(ref.pid);
           try {
             GuardS<ValuePage, BM> value(bm_, ref.pid);

@@ -140,14 +140,18 @@ uint64_t HashBufferManager::load(uint64_t pid, bool read) {
   return f;
 }
 
-uint64_t HashBufferManager::optimisticBegin(uint64_t pid, Page** page) {
+int64_t HashBufferManager::residentFrame(uint64_t pid) {
   for (;;) {
     int64_t f = lookup(pid);
-    if (f < 0) {
-      uint64_t loaded = load(pid, true);
-      if (loaded != ~0ull) frameState_[loaded].unlockX();
-      continue;
-    }
+    if (f >= 0) return f;
+    uint64_t loaded = load(pid, true);
+    if (loaded != ~0ull) frameState_[loaded].unlockX();
+  }
+}
+
+uint64_t HashBufferManager::optimisticBegin(uint64_t pid, Page** page) {
+  for (;;) {
+    int64_t f = residentFrame(pid);
     PageState& ps = frameState_[f];
     uint64_t w = ps.load();
     uint64_t s = PageState::stateOf(w);
@@ -203,12 +207,7 @@ Page* HashBufferManager::fixX(uint64_t pid) {
 Page* HashBufferManager::fixS(uint64_t pid) {
   checkExists(pid);
   for (;;) {
-    int64_t f = lookup(pid);
-    if (f < 0) {
-      uint64_t loaded = load(pid, true);
-      if (loaded != ~0ull) frameState_[loaded].unlockX();
-      continue;
-    }
+    int64_t f = residentFrame(pid);
     PageState& ps = frameState_[f];
     uint64_t w = ps.load();
     uint64_t s = PageState::stateOf(w);

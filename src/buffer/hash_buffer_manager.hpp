@@ -75,6 +75,9 @@ class HashBufferManager {
   }
   uint64_t slotOf(uint64_t pid) const;
   int64_t lookup(uint64_t pid) const;  // frame or -1
+  // The frame holding pid (reading it in first if needed); it may be gone again by the
+  // time the caller looks at its state, which the callers' loops handle.
+  int64_t residentFrame(uint64_t pid);
   void insertLocked(uint64_t pid, uint64_t frame);
   void removeLocked(uint64_t pid);
   uint64_t takeFrameLocked();  // returns an exclusively locked, unmapped frame
