@@ -21,7 +21,7 @@ struct Stats {
   uint64_t resident_pages = 0;  // pages in memory now (never above pool_pages)
   uint64_t page_count = 0;      // pages allocated in the data file (used + free)
   uint64_t free_pages = 0;      // pages free for reuse
-  uint64_t file_bytes = 0;      // size of the data file on storage
+  uint64_t file_bytes = 0;      // bytes on storage: the data file plus the page journal
   uint64_t trees = 0;           // named trees, including the default tree if created
 };
 

@@ -2,6 +2,9 @@
 // its pointers first and never lets an exception cross into C.
 #include "vmstore.h"
 
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "vmstore/vmstore.hpp"
@@ -45,6 +48,23 @@ int noThrow(Fn&& fn) {
   }
 }
 
+// Closed databases are kept (holding only their handle objects: the pool, files and
+// lock are released by close) so that a call racing with vms_close on another thread
+// gets VMS_EINVAL instead of touching freed memory. The oldest are freed beyond a bound.
+constexpr size_t kRetiredKept = 1024;
+std::mutex retiredMutex;
+std::deque<std::unique_ptr<vms_db>> retired;
+
+void retire(vms_db* db) {
+  std::unique_ptr<vms_db> old;
+  std::lock_guard g(retiredMutex);
+  retired.emplace_back(db);
+  if (retired.size() > kRetiredKept) {
+    old = std::move(retired.front());
+    retired.pop_front();
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -69,7 +89,7 @@ int vms_open(const char* dir, const char* config, vms_db** db) {
 int vms_close(vms_db* db) {
   if (db == nullptr) return invalid("vms_close: db is NULL");
   int rc = noThrow([&] { return report(db->db->close()); });
-  delete db;
+  retire(db);
   return rc;
 }
 

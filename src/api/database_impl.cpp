@@ -1,9 +1,13 @@
 #include "api/database_impl.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <new>
 #include <system_error>
 
+#include "os/io.hpp"
+#include "os/memory.hpp"
 #include "vmstore/limits.hpp"
 
 namespace vmstore::internal {
@@ -13,6 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kDataFileName = "data.vms";
+// A writer that finds the journal larger than this runs a checkpoint, so the journal
+// (and the time to recover it) stays bounded in a long write run.
+constexpr uint64_t kAutoCheckpointBytes = 1ull << 30;
 
 // Catalog keys: "T" + tree name, so that the default tree "" has a non-empty key.
 std::string catalogKey(std::string_view name) {
@@ -40,8 +47,13 @@ Status guarded(Fn&& fn) {
   } catch (const std::bad_alloc&) {
     return Status::NoMemory("out of memory");
   } catch (const std::system_error& e) {
+    if (e.code().value() == ENOMEM) return Status::NoMemory(e.what());
     return Status::IOError(e.what());
   }
+}
+
+std::string sizeText(uint64_t bytes) {
+  return std::to_string(bytes >> 20) + " MiB";
 }
 
 }  // namespace
@@ -55,15 +67,22 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   uint64_t maxPages = options.max_size / kPageSize;
   if (poolPages < BufferManager::kMinPoolPages) return Status::InvalidArgument("pool_size must be at least 1M");
   if (maxPages < 256) return Status::InvalidArgument("max_size must be at least 1M");
+  uint64_t memory = usableMemoryBytes();
+  if (memory != 0 && options.pool_size > memory) {
+    return Status::NoMemory("pool_size of " + sizeText(options.pool_size) + " exceeds the " + sizeText(memory) +
+                            " of memory this process may use");
+  }
 
   std::error_code ec;
   fs::file_status st = fs::status(dir, ec);
+  bool createdDir = false;
   if (!fs::exists(st)) {
     if (!options.create) {
       return Status::InvalidArgument("database " + dir + " does not exist (and create=false)");
     }
     fs::create_directories(dir, ec);
     if (ec) return Status::IOError("cannot create directory " + dir + ": " + ec.message());
+    createdDir = true;
   } else if (!fs::is_directory(st)) {
     return Status::InvalidArgument(dir + " exists and is not a directory");
   }
@@ -77,135 +96,204 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   db->dir_ = dir;
   db->options_ = options;
   Status s = db->lock_.acquire(dir);
-  if (!s.ok()) return s;
-  s = db->file_.open(path, options.create);
-  if (!s.ok()) return s;
-  bool fresh = db->file_.sizeBytes() == 0;
-  if (fresh && fileExists) {
-    // Never silently turn a data file into a new database: an empty one was truncated
-    // (or its creation was cut short before anything was stored in it).
-    return Status::Corruption(path + " is empty; if this database never held data, delete the file to start anew");
+  if (s.ok()) {
+    s = guarded([&] {
+      db->bm_ = std::make_unique<BufferManager>(&db->file_, poolPages, maxPages, 1);
+      return Status::OK();
+    });
   }
+  if (s.ok() && !fileExists) s = db->create(path);
+  if (s.ok()) s = db->file_.open(path, false);
+  if (s.ok() && db->file_.sizeBytes() == 0) {
+    s = Status::Corruption(path + " is empty; if this database never held data, delete the file to start anew");
+  }
+  if (s.ok()) s = db->journal_.open(dir, &db->file_, true);
+  if (s.ok()) s = db->recoverAndLoad();
+  if (!s.ok()) {
+    // A failed open leaves behind nothing it created.
+    db->catalog_.reset();
+    db->bm_.reset();
+    db->journal_.close();
+    db->file_.close();
+    db->lock_.release();
+    if (createdDir) fs::remove_all(dir, ec);
+    return s;
+  }
+  db->opened_ = true;
+  *out = std::move(db);
+  return Status::OK();
+}
 
-  Superblock sb;
-  if (!fresh) {
-    s = readSuperblock(db->file_, &sb);
+Status DatabaseImpl::create(const std::string& path) {
+  std::string tmp = path + ".tmp";
+  return guarded([&] {
+    DataFile f;
+    Status s = f.open(tmp, true);
+    if (s.ok()) s = f.truncate(0);  // a creation killed earlier may have left one
+    if (!s.ok()) return s;
+    // The first image: the superblock and the catalog's empty root (page 1).
+    uint64_t root = BTree::create(*bm_);
+    Page* rootPage = bm_->pageAt(root);
+    sealPage(rootPage, root, 0);
+    s = f.writePage(root, rootPage);
+    Superblock sb;
+    sb.pageCount = bm_->pageCount();
+    sb.catalogRoot = root;
+    sb.clean = true;
+    auto page = std::make_unique<Page>();
+    encodeSuperblock(sb, 0, page.get());
+    if (s.ok()) s = f.writePage(0, page.get());
+    if (s.ok()) s = f.sync();
+    f.close();
+    if (s.ok() && io().rename(tmp, path) != 0) {
+      s = Status::IOError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    }
+    if (s.ok() && io().syncDir(dir_) != 0) {
+      s = Status::IOError("cannot sync directory " + dir_ + ": " + std::strerror(errno));
+    }
+    if (s.ok()) {
+      fs::path parent = fs::absolute(fs::path(dir_)).parent_path();
+      io().syncDir(parent.string());  // the directory's own entry, if we just made it
+    }
+    if (!s.ok()) io().unlink(tmp);
+    return s;
+  });
+}
+
+Status DatabaseImpl::recoverAndLoad() {
+  return guarded([&] {
+    Superblock sb;
+    Status s = readSuperblock(file_, &sb);
+    if (!s.ok() && s.code() != Status::Code::kCorruption) return s;
+    // A superblock torn while a checkpoint was copied in: the journal still holds it.
+    uint32_t expect = s.ok() ? static_cast<uint32_t>(sb.checkpoints + 1) : 0;
+    auto committed = std::make_unique<Page>();
+    bool applied = false;
+    Status r = journal_.recover(expect, &applied, committed.get());
+    if (!r.ok()) return r;
+    if (applied) {
+      s = decodeSuperblock(committed.get(), file_.path(), &sb);
+    }
     if (!s.ok()) return s;
     if (!sb.clean) {
-      return Status::Corruption("database " + dir +
-                                " was not closed cleanly and was changed after its last sync; "
-                                "without a write-ahead log it cannot be recovered");
+      return Status::Corruption("database " + dir_ +
+                                " was left unclean by a vmstore version older than the page journal; "
+                                "it cannot be recovered");
     }
-    if (sb.pageCount > maxPages) {
-      return Status::InvalidArgument("max_size is smaller than the data file of " + dir);
+    if (sb.pageCount > options_.max_size / kPageSize) {
+      return Status::InvalidArgument("max_size is smaller than the data file of " + dir_);
     }
-  } else {
-    sb.pageCount = 1;  // the superblock
-  }
-  return guarded([&] {
-    db->bm_ = std::make_unique<BufferManager>(&db->file_, poolPages, maxPages, sb.pageCount);
-    if (fresh) {
-      sb.catalogRoot = BTree::create(*db->bm_);
-    } else {
-      std::vector<uint64_t> free;
-      Status fs = readFreeList(db->file_, sb.freeListHead, sb.freeCount, sb.pageCount, &free);
-      if (!fs.ok()) return fs;
-      db->bm_->freeSpace().assign(std::move(free));
-    }
-    db->catalog_ = std::make_unique<BTree>(*db->bm_, sb.catalogRoot);
-    db->sb_ = sb;
-    DatabaseImpl* raw = db.get();
-    db->bm_->setWriteHook([raw] { return raw->markInUse(); });
-    db->bm_->checkpointDone();  // the file on storage is a checkpoint (or empty)
-    if (fresh) {
-      std::unique_lock gate(db->writeGate_);
-      Status cs = db->checkpointLocked();
-      if (!cs.ok()) return cs;
-    }
-    db->opened_ = true;
-    *out = std::move(db);
+    bm_->setPageCount(sb.pageCount);
+    std::vector<uint64_t> free;
+    s = readFreeList(file_, sb.freeListHead, sb.freeCount, sb.pageCount, &free);
+    if (!s.ok()) return s;
+    bm_->freeSpace().assign(std::move(free));
+    catalog_ = std::make_unique<BTree>(*bm_, sb.catalogRoot);
+    sb_ = sb;
+    uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
+    journal_.begin(epoch);
+    bm_->setEpoch(epoch);
+    bm_->setStore(&journal_);
     return Status::OK();
   });
 }
 
 DatabaseImpl::~DatabaseImpl() {
   // A database whose open failed half-way is never written to.
-  if (opened_ && !closed_) close();
+  if (opened_) close();
 }
 
-Status DatabaseImpl::markInUse() {
-  std::lock_guard g(sbMutex_);
-  Superblock s = sb_;
-  s.clean = false;
-  Status st = writeSuperblock(file_, s);
-  if (st.ok()) st = file_.sync();
-  if (st.ok()) sb_.clean = false;
-  return st;
+Status DatabaseImpl::writable() {
+  if (!poisoned_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard g(poisonMutex_);
+  return poison_;
+}
+
+void DatabaseImpl::poison(const Status& why) {
+  std::lock_guard g(poisonMutex_);
+  if (poisoned_.load(std::memory_order_relaxed)) return;
+  poison_ = Status(why.code(), "database " + dir_ + " is read-only until reopened after a failed sync (" +
+                                   why.message() + ")");
+  poisoned_.store(true, std::memory_order_release);
 }
 
 Status DatabaseImpl::checkpointLocked() {
+  Status w = writable();
+  if (!w.ok()) return w;
+  if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
   return guarded([&] {
-    Status st = bm_->flushAll();
-    if (!st.ok()) return st;
-    st = bm_->runWriteHook();  // the free list is written behind the pool's back
+    uint32_t epoch = journal_.epoch();
+    Status st = bm_->flushAll();  // dirty pages into the journal
     if (!st.ok()) return st;
     // Roots of dropped trees stay allocated while their handles live; on storage they
     // are free, since a reopened database has no handles.
     std::vector<uint64_t> extra;
-    for (auto& t : droppedTrees_) extra.push_back(t->btree.rootPid());
+    if (!droppedRootsFreed_) {
+      for (auto& t : droppedTrees_) extra.push_back(t->btree.rootPid());
+    }
     std::vector<uint64_t> free = bm_->freeSpace().snapshot();
-    constexpr size_t kPerPage = (kPageSize - sizeof(PageHeader) - 16) / 8;
-    while ((free.size() + extra.size() + kPerPage - 1) / kPerPage > free.size()) {
-      Page* p = bm_->allocPage(PageKind::kFree);  // room to hold the list itself
-      bm_->freePage(p->header.pid);
+    // The list lives in free pages; grow the file when there are too few of them.
+    for (uint64_t need; free.size() < (need = freeListPages(free.size() + extra.size()));) {
+      bm_->appendFreePages(need - free.size());
       free = bm_->freeSpace().snapshot();
     }
+    std::vector<std::unique_ptr<Page>> listPages;
+    std::vector<PageWrite> writes;
     uint64_t head = 0;
-    st = writeFreeList(file_, free, extra, &head);
-    if (st.ok()) st = file_.sync();
+    encodeFreeList(free, extra, epoch, &listPages, &writes, &head);
+    st = journal_.append(writes);
     if (!st.ok()) return st;
-    std::lock_guard g(sbMutex_);
     Superblock s = sb_;
     s.pageCount = bm_->pageCount();
     s.freeListHead = head;
     s.freeCount = free.size() + extra.size();
-    s.checkpoints++;
+    s.checkpoints = epoch;
     s.clean = true;
-    st = writeSuperblock(file_, s);
-    if (st.ok()) st = file_.sync();
-    if (!st.ok()) return st;
+    auto sbPage = std::make_unique<Page>();
+    encodeSuperblock(s, epoch, sbPage.get());
+    st = journal_.commit(sbPage.get());  // the commit point
+    if (!st.ok()) {
+      if (journal_.syncFailed()) poison(st);
+      return st;
+    }
     sb_ = s;
-    bm_->checkpointDone();
-    return Status::OK();
+    changed_.store(false, std::memory_order_release);
+    journal_.begin(epoch + 1);
+    bm_->setEpoch(epoch + 1);
+    st = journal_.backfill();
+    if (!st.ok()) poison(st);  // committed: the next open completes the copy
+    return st;
   });
 }
 
 Status DatabaseImpl::sync() {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   std::unique_lock gate(writeGate_);
   return checkpointLocked();
 }
 
 Status DatabaseImpl::close() {
-  if (closed_) return Status::OK();
+  if (released_) return Status::OK();
+  gate_.close();  // waits for the calls in flight; later ones are refused
   std::unique_lock gate(writeGate_);
   Status st = guarded([&] {
     // Nobody holds a handle after close, so the roots of dropped trees become free.
-    for (auto& t : droppedTrees_) {
-      GuardX<Page> root(*bm_, t->btree.rootPid());
-      root.freePage();
-    }
-    droppedTrees_.clear();
+    // On storage they already are (checkpoints list them as free).
+    for (auto& t : droppedTrees_) bm_->freePageById(t->btree.rootPid());
+    droppedRootsFreed_ = true;
     return Status::OK();
   });
   Status cp = checkpointLocked();
   if (st.ok()) st = cp;
-  closed_ = true;
-  trees_.clear();
-  droppedTrees_.clear();
+  // Tree handles stay allocated (calls on them are refused by the gate) until the
+  // DatabaseImpl itself goes.
   catalog_.reset();
   bm_.reset();
+  journal_.close();
   file_.close();
   lock_.release();  // another open may begin now
+  released_ = true;
   return st;
 }
 
@@ -233,6 +321,8 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
     return Status::InvalidArgument("tree name of " + std::to_string(name.size()) + " bytes exceeds the maximum of " +
                                    std::to_string(kMaxTreeNameSize));
   }
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   std::lock_guard g(treesMutex_);
   auto it = trees_.find(name);
   if (it != trees_.end()) {
@@ -244,13 +334,15 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
     Status st = catalogLookup(name, &root);
     if (st.isNotFound()) {
       if (!create) return st;
+      Status w = writable();
+      if (!w.ok()) return w;
       std::shared_lock gate(writeGate_);
+      changed_.store(true, std::memory_order_release);
       root = BTree::create(*bm_);
       try {
         catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
       } catch (...) {
-        GuardX<Page> page(*bm_, root);
-        page.freePage();
+        bm_->freePageById(root);
         throw;
       }
     } else if (!st.ok()) {
@@ -264,6 +356,10 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  Status w = writable();
+  if (!w.ok()) return w;
   std::lock_guard g(treesMutex_);
   return guarded([&] {
     std::shared_lock gate(writeGate_);
@@ -271,22 +367,37 @@ Status DatabaseImpl::dropTree(std::string_view name) {
     Status st = catalogLookup(name, &root);
     if (!st.ok()) return st;
     auto it = trees_.find(name);
-    std::unique_ptr<TreeImpl> impl;
-    if (it != trees_.end()) {
-      impl = std::move(it->second);
-      trees_.erase(it);
-    } else {
-      impl = std::make_unique<TreeImpl>(this, std::string(name), root);
+    std::unique_ptr<TreeImpl> temp;
+    TreeImpl* impl = it != trees_.end() ? it->second.get() : (temp = std::make_unique<TreeImpl>(this, std::string(name), root)).get();
+    changed_.store(true, std::memory_order_release);
+    // Everything that may fail (reading the tree's pages, changing the catalog) comes
+    // before anything that cannot be undone: a failed drop changes nothing.
+    std::vector<uint64_t> pages;
+    auto savedRoot = std::make_unique<Page>();
+    impl->btree.drop(&pages, savedRoot.get());
+    try {
+      catalog_->remove(asBytes(catalogKey(name)));
+    } catch (const StorageError&) {
+      try {
+        impl->btree.undrop(savedRoot.get());
+      } catch (const StorageError& e) {
+        poison(e.status());  // the tree is neither dropped nor whole in memory
+      }
+      throw;
     }
-    catalog_->remove(asBytes(catalogKey(name)));
-    TreeImpl* raw = impl.get();
-    droppedTrees_.push_back(std::move(impl));  // its handle stays valid until close
-    raw->btree.drop();
+    if (it != trees_.end()) {
+      temp = std::move(it->second);
+      trees_.erase(it);
+    }
+    droppedTrees_.push_back(std::move(temp));  // its handle stays valid until close
+    for (uint64_t pid : pages) bm_->freePageById(pid);
     return Status::OK();
   });
 }
 
 Status DatabaseImpl::listTrees(std::vector<std::string>* names) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   return guarded([&] {
     names->clear();
     for (auto& [name, root] : catalogEntries()) names->push_back(name);
@@ -296,7 +407,10 @@ Status DatabaseImpl::listTrees(std::vector<std::string>* names) {
 
 Stats DatabaseImpl::stats() {
   Stats s;
+  CallGate::Pass pass(gate_);
+  if (!pass) return s;
   bm_->fillStats(&s);
+  s.file_bytes += journal_.bytes();  // pages written since the last checkpoint live there
   try {
     s.trees = catalogEntries().size();
   } catch (const StorageError&) {
@@ -306,6 +420,8 @@ Stats DatabaseImpl::stats() {
 }
 
 Status DatabaseImpl::check(std::vector<std::string>* problems) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   std::unique_lock gate(writeGate_);
   return guarded([&] {
     std::vector<uint64_t> used;
@@ -316,7 +432,9 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
       tree.verify(problems, &used);
       for (size_t i = before; i < problems->size(); i++) (*problems)[i] = "tree '" + name + "': " + (*problems)[i];
     }
-    for (auto& t : droppedTrees_) used.push_back(t->btree.rootPid());
+    if (!droppedRootsFreed_) {
+      for (auto& t : droppedTrees_) used.push_back(t->btree.rootPid());
+    }
     uint64_t pages = bm_->pageCount();
     std::vector<uint8_t> seen(pages, 0);
     seen[0] = 1;  // superblock
@@ -350,16 +468,27 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
     return Status::TooBig("value of " + std::to_string(value.size()) + " bytes exceeds the maximum of " +
                           std::to_string(kMaxValueSize));
   }
-  std::shared_lock gate(writeGate_);
-  return guarded([&] {
-    t->btree.put(asBytes(key), asBytes(value));
-    return Status::OK();
-  });
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  st = writable();
+  if (!st.ok()) return st;
+  {
+    std::shared_lock gate(writeGate_);
+    changed_.store(true, std::memory_order_release);
+    st = guarded([&] {
+      t->btree.put(asBytes(key), asBytes(value));
+      return Status::OK();
+    });
+  }
+  if (st.ok() && journal_.bytes() > kAutoCheckpointBytes) sync();
+  return st;
 }
 
 Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::string* value) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   return guarded([&] {
     if (!t->btree.getString(asBytes(key), value)) return Status::NotFound();
     return Status::OK();
@@ -369,6 +498,8 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::string* value) 
 Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte> buf, size_t* vlen) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   return guarded([&] {
     if (!t->btree.get(asBytes(key), reinterpret_cast<uint8_t*>(buf.data()), buf.size(), vlen)) return Status::NotFound();
     return Status::OK();
@@ -378,11 +509,20 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
-  std::shared_lock gate(writeGate_);
-  return guarded([&] {
-    if (!t->btree.remove(asBytes(key))) return Status::NotFound();
-    return Status::OK();
-  });
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  st = writable();
+  if (!st.ok()) return st;
+  {
+    std::shared_lock gate(writeGate_);
+    changed_.store(true, std::memory_order_release);
+    st = guarded([&] {
+      if (!t->btree.remove(asBytes(key))) return Status::NotFound();
+      return Status::OK();
+    });
+  }
+  if (st.ok() && journal_.bytes() > kAutoCheckpointBytes) sync();
+  return st;
 }
 
 }  // namespace vmstore::internal

@@ -2,14 +2,26 @@
 //
 // Contract
 // - One DatabaseImpl per open directory; it owns the directory lock, the data file, the
-//   buffer manager, the catalog tree (name -> root page id) and every Tree handle ever
-//   opened (handles of dropped trees stay, answering NotFound, until close).
+//   page journal, the buffer manager, the catalog tree (name -> root page id) and every
+//   Tree handle ever opened (handles of dropped trees stay, answering NotFound, until
+//   close).
+// - The data file is always the last committed checkpoint (wal/page_journal.hpp): a
+//   crash, a failed write or a failed sync at any moment reopens at the last checkpoint
+//   that committed. Creation is atomic (a temporary file, synced, renamed, directory
+//   synced): a failed or killed creation leaves no data file behind.
 // - Writers (put, delete, tree create/drop) hold writeGate_ shared; a checkpoint (sync,
 //   close) and check() hold it exclusive, so the image they write or inspect is one
-//   consistent state of every tree. Readers never touch it.
+//   consistent state of every tree. Readers never touch it. A checkpoint with nothing
+//   changed writes nothing.
+// - After a failed fdatasync (or a failed checkpoint past its commit point) the database
+//   is read-only: every write and sync returns that error until it is reopened, since
+//   what reached storage is unknown (fsyncgate). Reads go on.
+// - Every call passes gate_: close() waits for the calls in flight and later calls get
+//   InvalidArgument("database is closed").
 // - Every engine exception is turned into a Status here; nothing throws past this layer.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,7 +33,9 @@
 #include "btree/btree.hpp"
 #include "buffer/buffer_manager.hpp"
 #include "os/data_file.hpp"
+#include "sync/call_gate.hpp"
 #include "vmstore/database.hpp"
+#include "wal/page_journal.hpp"
 
 namespace vmstore::internal {
 
@@ -55,12 +69,17 @@ class DatabaseImpl {
   Status del(TreeImpl* t, std::string_view key);
 
   BufferManager& bufferManager() { return *bm_; }
-  bool closed() const { return closed_; }
+  CallGate& gate() { return gate_; }
+  bool closed() const { return gate_.closed(); }
+  static Status closedStatus() { return Status::InvalidArgument("database is closed"); }
 
  private:
   DatabaseImpl() = default;
-  Status checkpointLocked();  // writeGate_ held exclusively
-  Status markInUse();         // the write hook: superblock clean=0, synced
+  Status create(const std::string& path);  // a new data file, atomically
+  Status recoverAndLoad();                 // journal recovery, superblock, free list
+  Status checkpointLocked();               // writeGate_ held exclusively
+  Status writable();                       // OK, or why writes are refused
+  void poison(const Status& why);
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();
 
@@ -68,16 +87,22 @@ class DatabaseImpl {
   Options options_;
   DirectoryLock lock_;
   DataFile file_;
+  PageJournal journal_;
   std::unique_ptr<BufferManager> bm_;
   std::unique_ptr<BTree> catalog_;
-  Superblock sb_;  // as last written
-  std::mutex sbMutex_;
+  Superblock sb_;  // of the last committed checkpoint
   std::shared_mutex writeGate_;
   std::mutex treesMutex_;
   std::map<std::string, std::unique_ptr<TreeImpl>, std::less<>> trees_;
   std::vector<std::unique_ptr<TreeImpl>> droppedTrees_;
+  std::atomic<bool> changed_{false};  // something changed since the last checkpoint
+  std::atomic<bool> poisoned_{false};
+  std::mutex poisonMutex_;
+  Status poison_;
+  CallGate gate_;
   bool opened_ = false;  // open() completed
-  bool closed_ = false;
+  bool released_ = false;
+  bool droppedRootsFreed_ = false;  // close() freed the roots of dropped trees
 };
 
 }  // namespace vmstore::internal

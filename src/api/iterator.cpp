@@ -8,6 +8,8 @@
 
 namespace vmstore {
 
+using internal::CallGate;
+using internal::DatabaseImpl;
 using internal::LeafBatch;
 using internal::StorageError;
 using internal::asBytes;
@@ -22,6 +24,12 @@ struct Iterator::State {
 
   template <class Fn>
   void guarded(Fn&& fn) {
+    CallGate::Pass pass(tree->db->gate());
+    if (!pass) {
+      status = DatabaseImpl::closedStatus();
+      valid = false;
+      return;
+    }
     try {
       status = Status::OK();
       fn();

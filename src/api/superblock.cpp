@@ -46,19 +46,23 @@ Status readSuperblock(const DataFile& file, Superblock* sb) {
   auto buf = newPage();
   Status st = file.readPage(0, buf.get());
   if (!st.ok()) return st;
-  auto* p = reinterpret_cast<const SuperblockPage*>(buf.get());
+  return decodeSuperblock(buf.get(), file.path(), sb);
+}
+
+Status decodeSuperblock(const Page* page, const std::string& path, Superblock* sb) {
+  auto* p = reinterpret_cast<const SuperblockPage*>(page);
   if (std::memcmp(p->magic, kMagic, sizeof(kMagic)) != 0) {
-    return Status::Corruption(file.path() + " is not a vmstore data file (bad magic)");
+    return Status::Corruption(path + " is not a vmstore data file (bad magic)");
   }
-  if (!pageIsIntact(buf.get(), 0) || p->page.kind != PageKind::kSuperblock) {
-    return Status::Corruption("superblock of " + file.path() + " is damaged (checksum mismatch)");
+  if (!pageIsIntact(page, 0) || p->page.kind != PageKind::kSuperblock) {
+    return Status::Corruption("superblock of " + path + " is damaged (checksum mismatch)");
   }
   if (p->formatVersion != kFormatVersion) {
-    return Status::Corruption(file.path() + " has format version " + std::to_string(p->formatVersion) +
+    return Status::Corruption(path + " has format version " + std::to_string(p->formatVersion) +
                               "; this build reads version " + std::to_string(kFormatVersion));
   }
   if (p->pageSize != kPageSize) {
-    return Status::Corruption(file.path() + " uses a page size of " + std::to_string(p->pageSize));
+    return Status::Corruption(path + " uses a page size of " + std::to_string(p->pageSize));
   }
   sb->pageCount = p->pageCount;
   sb->catalogRoot = p->catalogRoot;
@@ -68,14 +72,14 @@ Status readSuperblock(const DataFile& file, Superblock* sb) {
   sb->clean = p->clean == 1;
   if (sb->pageCount < 2 || sb->catalogRoot == 0 || sb->catalogRoot >= sb->pageCount ||
       sb->freeListHead >= sb->pageCount || sb->freeCount >= sb->pageCount) {
-    return Status::Corruption("superblock of " + file.path() + " holds impossible values");
+    return Status::Corruption("superblock of " + path + " holds impossible values");
   }
   return Status::OK();
 }
 
-Status writeSuperblock(const DataFile& file, const Superblock& sb) {
-  auto buf = newPage();
-  auto* p = reinterpret_cast<SuperblockPage*>(buf.get());
+void encodeSuperblock(const Superblock& sb, uint32_t epoch, Page* page) {
+  std::memset(page, 0, kPageSize);
+  auto* p = reinterpret_cast<SuperblockPage*>(page);
   p->page.kind = PageKind::kSuperblock;
   std::memcpy(p->magic, kMagic, sizeof(kMagic));
   p->formatVersion = kFormatVersion;
@@ -86,34 +90,32 @@ Status writeSuperblock(const DataFile& file, const Superblock& sb) {
   p->freeCount = sb.freeCount;
   p->checkpoints = sb.checkpoints;
   p->clean = sb.clean ? 1 : 0;
-  sealPage(buf.get(), 0);
-  return file.writePage(0, buf.get());
+  sealPage(page, 0, epoch);
 }
 
-Status writeFreeList(const DataFile& file, const std::vector<uint64_t>& free,
-                     const std::vector<uint64_t>& extraEntries, uint64_t* head) {
+uint64_t freeListPages(uint64_t entries) { return (entries + FreeListPage::kCapacity - 1) / FreeListPage::kCapacity; }
+
+void encodeFreeList(const std::vector<uint64_t>& free, const std::vector<uint64_t>& extraEntries, uint32_t epoch,
+                    std::vector<std::unique_ptr<Page>>* pages, std::vector<PageWrite>* writes, uint64_t* head) {
   std::vector<uint64_t> entries(free);
   entries.insert(entries.end(), extraEntries.begin(), extraEntries.end());
-  size_t pages = (entries.size() + FreeListPage::kCapacity - 1) / FreeListPage::kCapacity;
-  if (pages > free.size()) return Status::NoSpace("not enough free pages to hold the free list");
+  size_t n = freeListPages(entries.size());
   *head = 0;
-  auto buf = newPage();
-  auto* p = reinterpret_cast<FreeListPage*>(buf.get());
   // Page i of the chain is free[i] and holds entries [i*cap, (i+1)*cap).
-  for (size_t i = pages; i-- > 0;) {
-    std::memset(buf.get(), 0, kPageSize);
+  for (size_t i = n; i-- > 0;) {
+    auto buf = newPage();
+    auto* p = reinterpret_cast<FreeListPage*>(buf.get());
     p->page.kind = PageKind::kFreeList;
     p->next = *head;
     size_t begin = i * FreeListPage::kCapacity;
-    size_t n = std::min(FreeListPage::kCapacity, entries.size() - begin);
-    p->n = static_cast<uint32_t>(n);
-    std::memcpy(p->pids, entries.data() + begin, n * sizeof(uint64_t));
-    sealPage(buf.get(), free[i]);
-    Status st = file.writePage(free[i], buf.get());
-    if (!st.ok()) return st;
+    size_t count = std::min(FreeListPage::kCapacity, entries.size() - begin);
+    p->n = static_cast<uint32_t>(count);
+    std::memcpy(p->pids, entries.data() + begin, count * sizeof(uint64_t));
+    sealPage(buf.get(), free[i], epoch);
+    writes->push_back({free[i], buf.get()});
+    pages->push_back(std::move(buf));
     *head = free[i];
   }
-  return Status::OK();
 }
 
 Status readFreeList(const DataFile& file, uint64_t head, uint64_t count, uint64_t pageCount,

@@ -1,15 +1,16 @@
 // The on-storage format of a database: the superblock (page 0) and the free-list pages.
 //
-// A database directory holds LOCK (the flock target) and data.vms, an array of 4 KiB
-// pages. Page 0 is the superblock; every page carries the buffer manager's header
-// (checksum, own id). The superblock says whether the file is a consistent checkpoint
-// ("clean"): a checkpoint writes all pages and the free list, syncs, then writes the
-// superblock with clean=1 and syncs again; the first page write after it first rewrites
-// the superblock with clean=0 and syncs. So a file whose superblock says clean is
-// exactly the last checkpoint, and one that does not was changed after it.
+// A database directory holds LOCK (the lock target), data.vms (an array of 4 KiB pages)
+// and journal.vms (the page journal, src/wal). Page 0 of data.vms is the superblock;
+// every page carries the buffer manager's header (checksum, own id, epoch). data.vms is
+// always exactly the last committed checkpoint: a checkpoint goes through the journal
+// (see wal/page_journal.hpp), and `checkpoints` counts them. `clean` is always 1 in
+// files this version writes; a 0 marks a file an older version left unclean.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "buffer/page.hpp"
@@ -30,12 +31,18 @@ struct Superblock {
 };
 
 Status readSuperblock(const DataFile& file, Superblock* sb);
-Status writeSuperblock(const DataFile& file, const Superblock& sb);
+// The superblock as a page image (sealed as page 0 of interval `epoch`), and back.
+void encodeSuperblock(const Superblock& sb, uint32_t epoch, Page* page);
+Status decodeSuperblock(const Page* page, const std::string& path, Superblock* sb);
 
-// Writes `free` as a chain of free-list pages stored in pages taken from `free` itself
-// (so it never grows the file). Returns the head page id in *head (0 if empty).
-Status writeFreeList(const DataFile& file, const std::vector<uint64_t>& free,
-                     const std::vector<uint64_t>& extraEntries, uint64_t* head);
+// Free-list pages needed to hold `entries` page ids.
+uint64_t freeListPages(uint64_t entries);
+// Encodes free + extraEntries as a chain of free-list pages stored in the first pages of
+// `free` itself (so it never grows the file; the caller makes sure `free` has at least
+// freeListPages(free.size() + extraEntries.size()) ids). Appends the sealed pages to
+// *pages and their writes to *writes; the head page id goes to *head (0 if empty).
+void encodeFreeList(const std::vector<uint64_t>& free, const std::vector<uint64_t>& extraEntries, uint32_t epoch,
+                    std::vector<std::unique_ptr<Page>>* pages, std::vector<PageWrite>* writes, uint64_t* head);
 // Reads the chain back; checks ids against pageCount.
 Status readFreeList(const DataFile& file, uint64_t head, uint64_t count, uint64_t pageCount,
                     std::vector<uint64_t>* free);

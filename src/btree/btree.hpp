@@ -72,8 +72,12 @@ class BasicBTree {
     }
   }
 
-  // Marks the root dropped (later calls throw NotFound) and frees every other page.
-  void drop();
+  // Marks the root dropped (later calls throw NotFound) and lists every other page of
+  // the tree (nodes and value pages) in *pages for the caller to free; the root's former
+  // content goes to *savedRoot. If a page cannot be read, the root is restored and the
+  // error thrown: nothing changed. undrop() restores a dropped root from savedRoot.
+  void drop(std::vector<uint64_t>* pages, Page* savedRoot);
+  void undrop(const Page* savedRoot);
   bool isDropped();
 
   // Walks the tree (shared locks): appends problems found and the ids of all pages it

@@ -149,8 +149,7 @@ uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
 
 template <class BM>
 void BasicBTree<BM>::freeValuePage(uint64_t pid) {
-  GuardX<Page, BM> page(bm_, pid);
-  page.freePage();
+  bm_.freePageById(pid);  // never read from storage: a failed read must not undo a done change
 }
 
 template <class BM>
@@ -416,42 +415,48 @@ bool BasicBTree<BM>::isDropped() {
 }
 
 template <class BM>
-void BasicBTree<BM>::drop() {
-  std::vector<uint64_t> pending;
+void BasicBTree<BM>::drop(std::vector<uint64_t>* pages, Page* savedRoot) {
+  pages->clear();
   {
     NodeX root(bm_, root_);
     if (root->dropped()) throw StorageError(Status::NotFound("the tree was dropped"));
-    if (root->isInner()) {
-      for (unsigned i = 0; i < root->count; i++) pending.push_back(root->child(i));
-      pending.push_back(root->upper);
-    } else {
-      for (unsigned i = 0; i < root->count; i++) {
-        if (root->outOfLine(i)) {
-          ValueRef ref = valueRefAt(root.get(), i);
-          freeValuePage(ref.pid);
-        }
-      }
-    }
+    std::memcpy(savedRoot, root.get(), kPageSize);
     root->init(true, {}, {});
     root->flags = BTreeNode::kDropped;
   }
   // Nobody reaches the rest any more: every new descent stops at the dropped root, and
   // operations already below it fail validation once a page they read is freed.
-  while (!pending.empty()) {
-    uint64_t pid = pending.back();
-    pending.pop_back();
-    NodeX node(bm_, pid);
-    for (unsigned i = 0; i < node->count; i++) {
-      if (node->isInner()) {
-        pending.push_back(node->child(i));
-      } else if (node->outOfLine(i)) {
-        ValueRef ref = valueRefAt(node.get(), i);
-        freeValuePage(ref.pid);
+  try {
+    std::vector<uint64_t> pending;
+    auto visit = [&](const BTreeNode* node) {
+      for (unsigned i = 0; i < node->count; i++) {
+        if (node->isInner()) {
+          pending.push_back(node->child(i));
+        } else if (node->outOfLine(i)) {
+          pages->push_back(valueRefAt(node, i).pid);
+        }
       }
+      if (node->isInner()) pending.push_back(node->upper);
+    };
+    visit(reinterpret_cast<const BTreeNode*>(savedRoot));
+    while (!pending.empty()) {
+      uint64_t pid = pending.back();
+      pending.pop_back();
+      pages->push_back(pid);
+      GuardS<BTreeNode, BM> node(bm_, pid);
+      visit(node.get());
     }
-    if (node->isInner()) pending.push_back(node->upper);
-    node.freePage();
+  } catch (...) {
+    undrop(savedRoot);
+    throw;
   }
+}
+
+template <class BM>
+void BasicBTree<BM>::undrop(const Page* savedRoot) {
+  NodeX root(bm_, root_);
+  std::memcpy(reinterpret_cast<unsigned char*>(root.get()) + sizeof(PageHeader),
+              reinterpret_cast<const unsigned char*>(savedRoot) + sizeof(PageHeader), kPagePayload);
 }
 
 template <class BM>

@@ -29,7 +29,14 @@ BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPag
       stateArea_(stateAreaPages(maxPages), 0),
       states_(reinterpret_cast<PageState*>(stateArea_.base())),
       pageCount_(pageCount),
-      resident_(poolPages) {
+      resident_(poolPages),
+      fileStore_(file),
+      store_(&fileStore_) {
+  if (pageCount > 0) initStatesUpTo(pageCount - 1);
+}
+
+void BufferManager::setPageCount(uint64_t pageCount) {
+  pageCount_.store(pageCount, std::memory_order_release);
   if (pageCount > 0) initStatesUpTo(pageCount - 1);
 }
 
@@ -129,7 +136,7 @@ void BufferManager::readInLocked(uint64_t pid) {
     throw;
   }
   Page* p = pageAt(pid);
-  Status st = file_->readPage(pid, p);
+  Status st = store_->readPage(pid, p);
   if (st.ok() && !pageIsIntact(p, pid)) {
     st = Status::Corruption("page " + std::to_string(pid) + " of " + file_->path() +
                             " is damaged (checksum or page id mismatch)");
@@ -204,11 +211,12 @@ void BufferManager::evictBatch() {
     });
     scanned += step;
   }
-  // (2) write the dirty ones, as one batch.
+  // (2) write the dirty ones, as one batch. If that fails (full disk, I/O error), evict
+  // only the clean ones: reads must go on; the error surfaces only if nothing was evicted.
   Status st = writePages(dirty);
   if (!st.ok()) {
     for (uint64_t pid : dirty) state(pid).unlockS();
-    throw StorageError(st);
+    dirty.clear();
   }
   // (3) lock all exclusively; skip any page somebody touched meanwhile.
   std::vector<uint64_t> locked;
@@ -231,14 +239,17 @@ void BufferManager::evictBatch() {
       state(pid).unlockS();
     }
   }
-  if (locked.empty()) return;
-  // (4) one batched page-table change for all of them.
-  size_t calls;
+  if (locked.empty()) {
+    if (!st.ok()) throw StorageError(st);
+    return;
+  }
+  // (4) one batched page-table change for all of them. If the kernel fails part-way,
+  // some frames are already zero: every page of the batch is on storage, so all of them
+  // become evicted (a frame that was not released stays committed, unaccounted).
+  size_t calls = 0;
   try {
     calls = pages_.release(locked);
-  } catch (const std::system_error& e) {
-    for (uint64_t pid : locked) state(pid).unlockX();
-    throw StorageError(Status::IOError(std::string("cannot release pages: ") + e.what()));
+  } catch (const std::system_error&) {
   }
   // (5) forget them and unlock them as evicted (new version: optimistic readers restart).
   for (uint64_t pid : locked) {
@@ -250,29 +261,18 @@ void BufferManager::evictBatch() {
   counters_.add(Counter::kReleaseCalls, calls);
 }
 
-Status BufferManager::runWriteHook() {
-  if (!writeHookPending_.load(std::memory_order_acquire)) return Status::OK();
-  if (writeHook_) {
-    Status st = writeHook_();
-    if (!st.ok()) return st;
-  }
-  writeHookPending_.store(false, std::memory_order_release);
-  return Status::OK();
-}
-
 Status BufferManager::writePages(std::span<const uint64_t> pids) {
   if (pids.empty()) return Status::OK();
-  Status st = runWriteHook();
-  if (!st.ok()) return st;
   std::vector<PageWrite> writes;
   writes.reserve(pids.size());
+  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   for (uint64_t pid : pids) {
     Page* p = pageAt(pid);
-    sealPage(p, pid);
+    sealPage(p, pid, epoch);
     writes.push_back({pid, p});
   }
   std::sort(writes.begin(), writes.end(), [](const PageWrite& a, const PageWrite& b) { return a.pid < b.pid; });
-  st = file_->writeBatch(writes);
+  Status st = store_->writePages(writes);
   if (!st.ok()) {
     for (uint64_t pid : pids) markDirty(pageAt(pid));  // some may be on storage; all stay dirty
     return st;
@@ -357,6 +357,42 @@ Page* BufferManager::allocPage(PageKind kind) {
   p->header.pid = pid;
   markDirty(p);
   return p;
+}
+
+void BufferManager::freePageById(uint64_t pid) {
+  checkExists(pid);
+  PageState& ps = state(pid);
+  for (;;) {
+    uint64_t w = ps.load();
+    uint64_t s = PageState::stateOf(w);
+    if (s == PageState::kEvicted) {
+      if (ps.tryLockX(w)) {  // never read in: its content is dead
+        ps.unlockXEvicted();
+        freeSpace_.push(pid);
+        return;
+      }
+    } else if (s == PageState::kUnlocked || s == PageState::kMarked) {
+      if (ps.tryLockX(w)) {
+        freePage(pid);
+        return;
+      }
+    } else {
+      ps.waitChange(w);
+    }
+  }
+}
+
+void BufferManager::appendFreePages(uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t count = pageCount_.load(std::memory_order_relaxed);
+    do {
+      if (count >= maxPages_) {
+        throw StorageError(Status::NoSpace("data file reached max_size (" + std::to_string(maxPages_) + " pages)"));
+      }
+      initStatesUpTo(count);
+    } while (!pageCount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+    freeSpace_.push(count);  // evicted and never written: nobody reads it before allocPage
+  }
 }
 
 void BufferManager::freePage(uint64_t pid) {

@@ -16,15 +16,19 @@
 //   ones, locks them all exclusively (skipping any touched meanwhile), releases them
 //   from the page table with one batched call, then removes them from the resident set
 //   and unlocks them as evicted with a new version. One thread evicts at a time.
+// - If writing the dirty pages of an eviction batch fails (a full disk, an I/O error),
+//   the batch evicts only its clean pages, so reads go on; the error reaches a caller
+//   only when no page at all could be evicted.
 // - allocPage() hands out a free page (or grows the file), exclusively locked, zeroed
 //   and dirty. freePage() takes an exclusively locked page and makes it free for reuse.
-// - Before the first page write after checkpointDone(), the write hook runs once (the
-//   database uses it to mark its superblock "in use" on storage).
+//   freePageById() frees an unlocked page without reading it from storage.
+//   appendFreePages(n) grows the file by n free pages.
+// - Pages are read from and written to a PageStore (page_store.hpp): the data file in
+//   place by default, the page journal in a database. Pages are sealed with epoch().
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -34,6 +38,7 @@
 #include "buffer/errors.hpp"
 #include "buffer/free_space.hpp"
 #include "buffer/page.hpp"
+#include "buffer/page_store.hpp"
 #include "buffer/resident_set.hpp"
 #include "os/data_file.hpp"
 #include "os/vm_area.hpp"
@@ -47,7 +52,8 @@ class BufferManager {
   static constexpr uint64_t kEvictBatch = 64;
   static constexpr uint64_t kMinPoolPages = 256;
 
-  // file: the data file, already open. pageCount: pages it holds (ids 0..pageCount-1).
+  // file: the data file (it need not be open yet). pageCount: pages it holds (ids
+  // 0..pageCount-1). Throws std::system_error when the address space cannot be reserved.
   BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages, uint64_t pageCount);
   ~BufferManager();
   BufferManager(const BufferManager&) = delete;
@@ -106,15 +112,19 @@ class BufferManager {
 
   Page* allocPage(PageKind kind);
   void freePage(uint64_t pid);
+  void freePageById(uint64_t pid);
+  void appendFreePages(uint64_t n);
+  // Only before any page is used: the file turned out to hold pageCount pages.
+  void setPageCount(uint64_t pageCount);
   static void markDirty(Page* p) { __atomic_store_n(&p->header.dirty, 1, __ATOMIC_RELAXED); }
   static bool isDirty(const Page* p) { return __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED) != 0; }
 
   // Writes every dirty resident page. Returns the first error.
   Status flushAll();
-  void setWriteHook(std::function<Status()> hook) { writeHook_ = std::move(hook); }
-  void checkpointDone() { writeHookPending_.store(true, std::memory_order_release); }
-  // Runs the write hook now if it is pending (before writing pages behind the pool's back).
-  Status runWriteHook();
+  // Where pages go from now on (nullptr: the data file in place). Set before use.
+  void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
+  void setEpoch(uint32_t epoch) { epoch_.store(epoch, std::memory_order_relaxed); }
+  uint32_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
 
   FreeSpace& freeSpace() { return freeSpace_; }
   Counters& counters() { return counters_; }
@@ -152,8 +162,9 @@ class BufferManager {
   std::mutex evictMutex_;
   FreeSpace freeSpace_;
   Counters counters_;
-  std::function<Status()> writeHook_;
-  std::atomic<bool> writeHookPending_{false};
+  FileStore fileStore_;
+  PageStore* store_;
+  std::atomic<uint32_t> epoch_{0};
 };
 
 }  // namespace vmstore::internal

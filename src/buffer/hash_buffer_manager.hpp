@@ -59,6 +59,11 @@ class HashBufferManager {
   Page* allocPage(PageKind kind);
   // The caller holds the page exclusively.
   void freePage(uint64_t pid);
+  // Frees an unlocked page (this baseline reads it in to lock it).
+  void freePageById(uint64_t pid) {
+    fixX(pid);
+    freePage(pid);
+  }
 
   void countRestart() { counters_.add(Counter::kRestarts); }
   Counters& counters() { return counters_; }

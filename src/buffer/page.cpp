@@ -10,10 +10,11 @@ uint32_t checksumOf(const Page* page) {
 }
 }  // namespace
 
-void sealPage(Page* page, uint64_t pid) {
+void sealPage(Page* page, uint64_t pid, uint32_t epoch) {
   // Runs under a shared lock while other holders may read the page: write only what
   // changes, and the checksum (read by nobody in memory) atomically.
   if (page->header.pid != pid) page->header.pid = pid;
+  if (page->header.epoch != epoch) page->header.epoch = epoch;
   __atomic_store_n(&page->header.dirty, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&page->header.checksum, checksumOf(page), __ATOMIC_RELAXED);
 }

@@ -4,7 +4,9 @@
 // a damaged page and a page written to the wrong place are both detected on read.
 // In memory: dirty says the page changed since it was last written. `kind` belongs to
 // the layer above (B+tree node, value page, free-list page) and is covered by the
-// checksum; the buffer manager never interprets it beyond kFree.
+// checksum; the buffer manager never interprets it beyond kFree. `epoch` names the
+// checkpoint interval in which the page was written; the page journal (src/wal) accepts
+// a journal frame only for the interval it belongs to.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +31,8 @@ struct PageHeader {
   uint8_t pad[3];
   // --- covered by the checksum from here on ---
   PageKind kind;
-  uint8_t pad2[7];
+  uint8_t pad2[3];
+  uint32_t epoch;  // the checkpoint interval the page was last written in (page journal)
   uint64_t pid;
   uint64_t lsn;  // reserved for the write-ahead log
 };
@@ -44,8 +47,8 @@ struct alignas(kPageSize) Page {
 };
 static_assert(sizeof(Page) == kPageSize);
 
-// Sets the page's id and checksum for writing it as page `pid`; clears dirty.
-void sealPage(Page* page, uint64_t pid);
+// Sets the page's id, epoch and checksum for writing it as page `pid`; clears dirty.
+void sealPage(Page* page, uint64_t pid, uint32_t epoch = 0);
 // True when a page read from storage as `pid` carries its own id and a good checksum.
 bool pageIsIntact(const Page* page, uint64_t pid);
 

@@ -9,7 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <set>
+#include <utility>
+#include <thread>
 #include <vector>
+
+#include "os/io.hpp"
 
 #ifdef VMSTORE_HAVE_LIBURING
 #include <liburing.h>
@@ -30,26 +35,53 @@ Status ioStatus(const std::string& what, int err) {
 
 }  // namespace
 
+namespace {
+
+// Directories locked by this process, by the identity of their LOCK file. POSIX record
+// locks do not conflict within one process, so this set refuses the second open here.
+std::mutex lockedMutex;
+std::set<std::pair<dev_t, ino_t>> lockedFiles;
+
+}  // namespace
+
 DirectoryLock::~DirectoryLock() { release(); }
 
 void DirectoryLock::release() {
-  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+  if (fd_ < 0) return;
+  std::lock_guard g(lockedMutex);
+  lockedFiles.erase({dev_, ino_});
+  ::close(fd_);  // closing the descriptor releases the record lock
   fd_ = -1;
 }
 
 Status DirectoryLock::acquire(const std::string& dir) {
   std::string path = dir + "/LOCK";
+  std::lock_guard g(lockedMutex);
+  // Check this process first: opening and closing a second descriptor of a LOCK file
+  // that this process holds would drop its record lock.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && lockedFiles.count({st.st_dev, st.st_ino}) != 0) {
+    return Status::Busy("database " + dir + " is already open in this process");
+  }
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return ioStatus("cannot open " + path, errno);
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  // A process-associated record lock (not flock): a child forked without exec does not
+  // inherit it, so the database is free again as soon as its opener closes it or dies.
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (fcntl(fd, F_SETLK, &fl) != 0 || fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    if (err == EWOULDBLOCK) {
-      return Status::Busy("database " + dir + " is open elsewhere (this or another process)");
+    if (err == EAGAIN || err == EACCES) {
+      return Status::Busy("database " + dir + " is open in another process");
     }
     return ioStatus("cannot lock " + path, err);
   }
   fd_ = fd;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  lockedFiles.insert({dev_, ino_});
   return Status::OK();
 }
 
@@ -72,20 +104,23 @@ DataFile::~DataFile() { close(); }
 
 void DataFile::close() {
   ring_.reset();
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) io().close(fd_);
   fd_ = -1;
 }
 
-Status DataFile::open(const std::string& path, bool create) {
+Status DataFile::open(const std::string& path, bool create, bool direct) {
   path_ = path;
   int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
-  fd_ = ::open(path.c_str(), flags | O_DIRECT, 0644);
+  fd_ = -1;
+  if (direct) fd_ = io().open(path, flags | O_DIRECT, 0644);
   direct_ = fd_ >= 0;
-  if (fd_ < 0 && errno == EINVAL) fd_ = ::open(path.c_str(), flags, 0644);  // no O_DIRECT here
+  if (fd_ < 0 && (!direct || errno == EINVAL)) fd_ = io().open(path, flags, 0644);  // no O_DIRECT here
   if (fd_ < 0) return ioStatus("cannot open " + path, errno);
 #ifdef VMSTORE_HAVE_LIBURING
-  auto ring = std::make_unique<Ring>();
-  if (io_uring_queue_init(Ring::kDepth, &ring->ring, 0) == 0) ring_ = std::move(ring);
+  if (io().usesKernelOnly()) {
+    auto ring = std::make_unique<Ring>();
+    if (io_uring_queue_init(Ring::kDepth, &ring->ring, 0) == 0) ring_ = std::move(ring);
+  }
 #endif
   return Status::OK();
 }
@@ -93,43 +128,46 @@ Status DataFile::open(const std::string& path, bool create) {
 Status DataFile::readPage(uint64_t pid, void* buf) const {
   char* out = static_cast<char*>(buf);
   size_t done = 0;
-  while (done < kPageSize) {
-    ssize_t r = pread(fd_, out + done, kPageSize - done, pid * kPageSize + done);
+  for (;;) {
+    // Always the whole page from its start: O_DIRECT needs aligned offsets.
+    ssize_t r = io().pread(fd_, path_, out, kPageSize, pid * kPageSize);
     if (r < 0) {
       if (errno == EINTR) continue;
       return ioStatus("read of page " + std::to_string(pid), errno);
     }
-    done += static_cast<size_t>(r);
-    if (done < kPageSize) {
-      // A regular file reads short only at its end: the rest of the page was never
-      // written (or the file was truncated). Zeros make the checksum check fail.
-      std::memset(out + done, 0, kPageSize - done);
-      break;
-    }
+    done = static_cast<size_t>(r);
+    break;
+  }
+  if (done < kPageSize) {
+    // A regular file reads short only at its end: the rest of the page was never
+    // written (or the file was truncated). Zeros make the checksum check fail.
+    std::memset(out + done, 0, kPageSize - done);
   }
   return Status::OK();
 }
 
 Status DataFile::writePage(uint64_t pid, const void* buf) const {
   const char* in = static_cast<const char*>(buf);
-  size_t done = 0;
-  while (done < kPageSize) {
-    ssize_t r = pwrite(fd_, in + done, kPageSize - done, pid * kPageSize + done);
+  for (int shortWrites = 0;;) {
+    // Always the whole page from its start: O_DIRECT needs aligned offsets. A short
+    // write (only possible when the device fills up) is retried whole, a few times.
+    ssize_t r = io().pwrite(fd_, path_, in, kPageSize, pid * kPageSize);
+    if (r == static_cast<ssize_t>(kPageSize)) return Status::OK();
     if (r < 0) {
       if (errno == EINTR) continue;
       return ioStatus("write of page " + std::to_string(pid), errno);
     }
-    done += static_cast<size_t>(r);
+    if (++shortWrites > 3) return ioStatus("write of page " + std::to_string(pid), ENOSPC);
   }
-  return Status::OK();
 }
 
 Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
   size_t next = 0;  // writes[0, next) are done (or handed to the retry list)
   std::vector<size_t> retry;  // short or interrupted transfers, finished with pwrite
 #ifdef VMSTORE_HAVE_LIBURING
+  std::unique_lock<std::mutex> ringLock;
+  if (ring_) ringLock = std::unique_lock(ring_->mutex);
   if (ring_ && !ring_->broken) {
-    std::lock_guard g(ring_->mutex);
     io_uring* ring = &ring_->ring;
     while (next < writes.size() && !ring_->broken) {
       size_t n = std::min<size_t>(Ring::kDepth, writes.size() - next);
@@ -150,6 +188,7 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
         submitted += static_cast<size_t>(r);
       }
       Status failed;
+      unsigned waitFailures = 0;
       for (size_t done = 0; done < submitted; done++) {
         io_uring_cqe* cqe;
         int r;
@@ -157,8 +196,14 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
           r = io_uring_wait_cqe(ring, &cqe);
         } while (r == -EINTR);
         if (r < 0) {
+          // Writes may still be in flight: never let callers reuse their buffers while
+          // the kernel holds them. Keep waiting, then report the failure.
           ring_->broken = true;
-          return ioStatus("io_uring wait", -r);
+          if (failed.ok()) failed = ioStatus("io_uring wait", -r);
+          if (++waitFailures > 10000) return failed;  // the ring itself is unusable
+          done--;
+          std::this_thread::yield();
+          continue;
         }
         size_t idx = io_uring_cqe_get_data64(cqe);
         int res = cqe->res;
@@ -187,7 +232,12 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
 }
 
 Status DataFile::sync() const {
-  if (fdatasync(fd_) != 0) return ioStatus("fdatasync of " + path_, errno);
+  if (io().fdatasync(fd_, path_) != 0) return ioStatus("fdatasync of " + path_, errno);
+  return Status::OK();
+}
+
+Status DataFile::truncate(uint64_t pages) const {
+  if (io().ftruncate(fd_, path_, pages * kPageSize) != 0) return ioStatus("truncate of " + path_, errno);
   return Status::OK();
 }
 

@@ -9,16 +9,21 @@
 // - writeBatch writes many pages with one io_uring submission (all in flight at once)
 //   when liburing is available and the kernel allows it, else one pwrite each; it is
 //   safe from several threads (batches are serialized).
+// - Every system call goes through io() (os/io.hpp), so tests can inject faults; with a
+//   fault-injecting backend installed, batches use pwrite, never io_uring.
 // - Errors are returned as Status (IOError, NoSpace), never thrown; nothing here retries
 //   beyond completing short transfers.
-// - DirectoryLock holds flock(LOCK_EX) on DIR/LOCK for its lifetime: a second holder, in
-//   this process or another, is refused with Busy.
+// - DirectoryLock holds a POSIX record lock (fcntl F_SETLK) on DIR/LOCK for its lifetime,
+//   plus an entry in a per-process set: a second holder, in this process or another, is
+//   refused with Busy. A child forked without exec does not hold the lock (record locks
+//   are not inherited), so the parent's close frees the database for others at once.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <sys/types.h>
 
 #include "vmstore/status.hpp"
 
@@ -35,6 +40,8 @@ class DirectoryLock {
 
  private:
   int fd_ = -1;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
 };
 
 struct PageWrite {
@@ -50,13 +57,14 @@ class DataFile {
   DataFile(const DataFile&) = delete;
   DataFile& operator=(const DataFile&) = delete;
 
-  // Opens (create: creates if missing) the file.
-  Status open(const std::string& path, bool create);
+  // Opens (create: creates if missing) the file; direct: try O_DIRECT.
+  Status open(const std::string& path, bool create, bool direct = true);
   Status readPage(uint64_t pid, void* buf) const;
   Status writePage(uint64_t pid, const void* buf) const;
   Status writeBatch(std::span<const PageWrite> writes) const;
   bool batchedWrites() const { return ring_ != nullptr; }
   Status sync() const;  // fdatasync
+  Status truncate(uint64_t pages) const;
   void close();
   uint64_t sizeBytes() const;
   bool directIo() const { return direct_; }

@@ -427,7 +427,10 @@ TEST(BTree, DropFreesAllButRoot) {
   std::vector<std::string> problems;
   keep.verify(&problems, &keepPages);
 
-  t.drop();
+  std::vector<uint64_t> dropped;
+  auto savedRoot = std::make_unique<vmstore::internal::Page>();
+  t.drop(&dropped, savedRoot.get());
+  for (uint64_t pid : dropped) bm.freePageById(pid);
   EXPECT_TRUE(t.isDropped());
   EXPECT_FALSE(keep.isDropped());
   // Every page but the root (and the other tree's pages and the superblock) is free.
@@ -448,7 +451,7 @@ TEST(BTree, DropFreesAllButRoot) {
   EXPECT_EQ(codeOf([&] { t.remove(asBytes("a")); }), Code::kNotFound);
   EXPECT_EQ(codeOf([&] { t.readForward(asBytes(""), &batch); }), Code::kNotFound);
   EXPECT_EQ(codeOf([&] { t.readBackward(asBytes("z"), &batch); }), Code::kNotFound);
-  EXPECT_EQ(codeOf([&] { t.drop(); }), Code::kNotFound);
+  EXPECT_EQ(codeOf([&] { t.drop(&dropped, savedRoot.get()); }), Code::kNotFound);
   // A failed out-of-line put on a dropped tree leaks no value page.
   EXPECT_EQ(bm.freeSpace().size(), bm.pageCount() - 1 - 1 - keepPages.size());
   // The other tree is untouched.

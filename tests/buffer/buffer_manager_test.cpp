@@ -16,6 +16,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,7 @@ using vmstore::internal::PageState;
 using vmstore::internal::StorageError;
 using Code = vmstore::Status::Code;
 using vmsunit::BufferEnv;
+using vmsunit::evictAll;
 constexpr size_t kPage = vmstore::internal::kPageSize;
 constexpr size_t kWords = vmstore::internal::kPagePayload / 8;
 
@@ -500,87 +502,120 @@ TEST(BufferManager, EvictionUsesBatchedRelease) {
   }
 }
 
-TEST(BufferManager, WriteHookRunsOnceBeforeFirstWriteAfterCheckpoint) {
+// A page store over the data file that can refuse its writes and counts what it sees.
+struct FlakyStore : vmstore::internal::PageStore {
+  explicit FlakyStore(vmstore::internal::DataFile* f) : file(f) {}
+  Status readPage(uint64_t pid, Page* buf) override {
+    reads++;
+    return file->readPage(pid, buf);
+  }
+  Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
+    if (failWrites) return Status::NoSpace("device full (test)");
+    written += w.size();
+    return file->writeBatch(w);
+  }
+  vmstore::internal::DataFile* file;
+  std::atomic<bool> failWrites{false};
+  std::atomic<uint64_t> reads{0};
+  std::atomic<uint64_t> written{0};
+};
+
+TEST(BufferManager, PagesGoThroughTheStoreSealedWithTheEpoch) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
-  int calls = 0;
-  uint64_t writtenAtHook = ~0ull;
-  Status hookResult = Status::OK();
-  bm.setWriteHook([&] {
-    calls++;
-    writtenAtHook = bm.counters().sum(Counter::kPagesWritten);
-    return hookResult;
-  });
-  auto dirty = [&](uint64_t pid) {
-    Page* p = bm.fixX(pid);
-    words(p)[1]++;
-    BufferManager::markDirty(p);
-    bm.unfixX(pid);
-  };
+  FlakyStore store(&env.file);
+  bm.setStore(&store);
+  bm.setEpoch(7);
   std::vector<uint64_t> pids = allocStamped(bm, 5);
   UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 0) << "no checkpoint yet: no hook";
-
-  bm.checkpointDone();
-  UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 0) << "nothing written: no hook";
-  dirty(pids[0]);
-  uint64_t written = counter(bm, Counter::kPagesWritten);
-  UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(writtenAtHook, written) << "the hook runs before the page write";
-  EXPECT_EQ(counter(bm, Counter::kPagesWritten), written + 1);
-  dirty(pids[1]);
-  UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 1) << "only once per checkpoint";
-  // Writes by eviction count too.
-  allocStamped(bm, 600);
-  EXPECT_GT(counter(bm, Counter::kPagesWritten), written + 2);
-  EXPECT_EQ(calls, 1);
-
-  bm.checkpointDone();
-  written = counter(bm, Counter::kPagesWritten);
-  allocStamped(bm, 600);  // eviction writes dirty pages
-  EXPECT_GT(counter(bm, Counter::kPagesWritten), written);
-  EXPECT_EQ(calls, 2) << "the first eviction write after the checkpoint runs the hook";
-  EXPECT_EQ(writtenAtHook, written);
-
-  // runWriteHook runs a pending hook once, and nothing when none is pending.
-  UNIT_ASSERT_OK(bm.runWriteHook());
-  EXPECT_EQ(calls, 2);
-  bm.checkpointDone();
-  UNIT_ASSERT_OK(bm.runWriteHook());
-  EXPECT_EQ(calls, 3);
-  UNIT_ASSERT_OK(bm.runWriteHook());
-  EXPECT_EQ(calls, 3);
-  dirty(pids[2]);
-  UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(store.written.load(), 5u);
+  ASSERT_TRUE(evictAll(bm, pids));
+  uint64_t before = store.reads.load();
+  for (uint64_t pid : pids) {
+    Page* p = bm.fixS(pid);
+    EXPECT_EQ(checkStamp(p, pid), "");
+    EXPECT_EQ(p->header.epoch, 7u);
+    bm.unfixS(pid);
+  }
+  EXPECT_EQ(store.reads.load(), before + pids.size());
 }
 
-TEST(BufferManager, FailingWriteHookStopsTheWriteAndStaysPending) {
+TEST(BufferManager, FailedWriteBackEvictsCleanPagesSoReadsGoOn) {
+  // Item 4 of issue 12: a full disk must not make reads fail while clean pages can go.
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
-  int calls = 0;
-  Status hookResult = Status::IOError("hook failed");
-  bm.setWriteHook([&] {
-    calls++;
-    return hookResult;
-  });
-  std::vector<uint64_t> pids = allocStamped(bm, 3);
-  bm.checkpointDone();
-  Status st = bm.flushAll();
-  EXPECT_EQ(st.code(), Code::kIOError) << st.toString();
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 0u) << "no page written without the hook";
-  for (uint64_t pid : pids) EXPECT_TRUE(BufferManager::isDirty(bm.pageAt(pid)));
-  for (uint64_t pid : pids) EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kUnlocked);
-  hookResult = Status::OK();
+  FlakyStore store(&env.file);
+  bm.setStore(&store);
+  std::vector<uint64_t> clean = allocStamped(bm, 400);
   UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 2) << "the hook is retried";
-  EXPECT_EQ(counter(bm, Counter::kPagesWritten), 3u);
+  ASSERT_TRUE(evictAll(bm, clean));
+  std::vector<uint64_t> dirty = allocStamped(bm, 100);  // dirty, never written
+  store.failWrites = true;
+  for (int round = 0; round < 3; round++) {
+    for (uint64_t pid : clean) {
+      Page* p = bm.fixS(pid);
+      EXPECT_EQ(checkStamp(p, pid), "");
+      bm.unfixS(pid);
+    }
+  }
+  EXPECT_LE(bm.residentPages(), bm.poolPages());
+  for (uint64_t pid : dirty) {
+    ASSERT_NE(PageState::stateOf(bm.state(pid).load()), PageState::kEvicted) << "a dirty page was dropped";
+    EXPECT_TRUE(BufferManager::isDirty(bm.pageAt(pid)));
+  }
+  // Once the device has room again, the dirty pages are written.
+  store.failWrites = false;
   UNIT_ASSERT_OK(bm.flushAll());
-  EXPECT_EQ(calls, 2);
+  ASSERT_TRUE(evictAll(bm, dirty));
+  for (uint64_t pid : dirty) {
+    Page* p = bm.fixS(pid);
+    EXPECT_EQ(checkStamp(p, pid), "");
+    bm.unfixS(pid);
+  }
+}
+
+TEST(BufferManager, FailedWriteBackWithOnlyDirtyPagesReportsTheError) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  FlakyStore store(&env.file);
+  bm.setStore(&store);
+  store.failWrites = true;
+  Code code = Code::kOk;
+  for (int i = 0; i < 400 && code == Code::kOk; i++) {
+    code = codeOf([&] { allocStamped(bm, 1); });
+  }
+  EXPECT_EQ(code, Code::kNoSpace);
+  EXPECT_LE(bm.residentPages(), bm.poolPages());
+}
+
+TEST(BufferManager, FreePageByIdNeverReadsAnEvictedPage) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  FlakyStore store(&env.file);
+  bm.setStore(&store);
+  std::vector<uint64_t> pids = allocStamped(bm, 10);
+  UNIT_ASSERT_OK(bm.flushAll());
+  ASSERT_TRUE(evictAll(bm, pids));
+  uint64_t reads = store.reads.load();
+  size_t freeBefore = bm.freeSpace().size();
+  for (uint64_t pid : pids) bm.freePageById(pid);
+  EXPECT_EQ(store.reads.load(), reads);
+  EXPECT_EQ(bm.freeSpace().size(), freeBefore + pids.size());
+  // A resident page is freed too (the allocation reused a freed one).
+  std::vector<uint64_t> more = allocStamped(bm, 1);
+  EXPECT_EQ(bm.freeSpace().size(), freeBefore + pids.size() - 1);
+  bm.freePageById(more[0]);
+  EXPECT_EQ(bm.freeSpace().size(), freeBefore + pids.size());
+}
+
+TEST(BufferManager, AppendFreePagesGrowsTheFileWithFreePages) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  uint64_t count = bm.pageCount();
+  size_t freeBefore = bm.freeSpace().size();
+  bm.appendFreePages(3);
+  EXPECT_EQ(bm.pageCount(), count + 3);
+  EXPECT_EQ(bm.freeSpace().size(), freeBefore + 3);
 }
 
 TEST(BufferManager, FlushAllWritesEveryDirtyPage) {

@@ -1,0 +1,41 @@
+// PageStore: where the buffer manager reads missed pages from and writes dirty pages to.
+//
+// Contract
+// - readPage(pid, buf) fills buf (4 KiB aligned) with the newest stored copy of pid, or
+//   with zeros (which fail the checksum) if pid was never written.
+// - writePages(writes) stores sealed pages; on failure none of them may be assumed
+//   stored, and the caller keeps them dirty.
+// - Both are called concurrently from many threads; writePages calls are serialized by
+//   the buffer manager (one evictor or flusher at a time).
+// - FileStore, the default, reads and writes the data file in place. The database puts
+//   the page journal (src/wal) here instead, so that the data file stays the last
+//   checkpoint until the next one commits.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "buffer/page.hpp"
+#include "os/data_file.hpp"
+#include "vmstore/status.hpp"
+
+namespace vmstore::internal {
+
+class PageStore {
+ public:
+  virtual ~PageStore() = default;
+  virtual Status readPage(uint64_t pid, Page* buf) = 0;
+  virtual Status writePages(std::span<const PageWrite> writes) = 0;
+};
+
+class FileStore : public PageStore {
+ public:
+  explicit FileStore(DataFile* file) : file_(file) {}
+  Status readPage(uint64_t pid, Page* buf) override { return file_->readPage(pid, buf); }
+  Status writePages(std::span<const PageWrite> writes) override { return file_->writeBatch(writes); }
+
+ private:
+  DataFile* file_;
+};
+
+}  // namespace vmstore::internal

@@ -1,0 +1,43 @@
+#include "os/io.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+
+namespace vmstore::internal {
+
+int Io::open(const std::string& path, int flags, mode_t mode) { return ::open(path.c_str(), flags, mode); }
+int Io::close(int fd) { return ::close(fd); }
+ssize_t Io::pread(int fd, const std::string&, void* buf, size_t n, uint64_t off) {
+  return ::pread(fd, buf, n, static_cast<off_t>(off));
+}
+ssize_t Io::pwrite(int fd, const std::string&, const void* buf, size_t n, uint64_t off) {
+  return ::pwrite(fd, buf, n, static_cast<off_t>(off));
+}
+int Io::fdatasync(int fd, const std::string&) { return ::fdatasync(fd); }
+int Io::ftruncate(int fd, const std::string&, uint64_t size) { return ::ftruncate(fd, static_cast<off_t>(size)); }
+int Io::rename(const std::string& from, const std::string& to) { return ::rename(from.c_str(), to.c_str()); }
+int Io::unlink(const std::string& path) { return ::unlink(path.c_str()); }
+int Io::syncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int r = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  return r;
+}
+
+namespace {
+Io posixIo;
+std::atomic<Io*> current{&posixIo};
+}  // namespace
+
+Io& io() { return *current.load(std::memory_order_acquire); }
+
+Io* setIo(Io* backend) { return current.exchange(backend ? backend : &posixIo, std::memory_order_acq_rel); }
+
+}  // namespace vmstore::internal

@@ -1,0 +1,54 @@
+#include "os/memory.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+namespace vmstore::internal {
+
+namespace {
+
+// The number in `path`, or 0 when it is absent, "max" or unreadable.
+uint64_t readLimit(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text.empty() || text == "max") return 0;
+  try {
+    return std::stoull(text);
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+uint64_t usableMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long pageSize = sysconf(_SC_PAGESIZE);
+  uint64_t physical = pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) : 0;
+  uint64_t best = physical;
+  // This process's memory cgroup: "N:memory:/path" (v1) or "0::/path" (v2).
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find(':');
+    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string path = line.substr(b + 1);
+    std::string file;
+    if (controllers.empty()) {
+      file = "/sys/fs/cgroup" + path + "/memory.max";
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      file = "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    uint64_t limit = readLimit(file.c_str());
+    if (limit != 0 && (best == 0 || limit < best)) best = limit;
+  }
+  return best;
+}
+
+}  // namespace vmstore::internal

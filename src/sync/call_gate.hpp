@@ -1,0 +1,72 @@
+// CallGate: lets close() wait for the calls in flight on a handle and refuse later ones.
+//
+// Contract
+// - enter() returns false once close() has begun; otherwise the caller is "in flight"
+//   until it calls leave() (use CallGate::Pass, the RAII form).
+// - close() marks the gate closed, then waits until no call is in flight. After it
+//   returns, every enter() returns false. Calls may come from any number of threads.
+// - The hot path is one locked add on a per-thread slot (no shared cache line) and one
+//   load: entering and closing are ordered by sequentially consistent operations
+//   (a caller's add before its load of `closed`; close's store before its sums).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+namespace vmstore::internal {
+
+class CallGate {
+ public:
+  bool enter() {
+    std::atomic<int64_t>& slot = slots_[threadSlot()].n;
+    slot.fetch_add(1, std::memory_order_seq_cst);
+    if (closed_.load(std::memory_order_seq_cst)) {
+      slot.fetch_sub(1, std::memory_order_seq_cst);
+      return false;
+    }
+    return true;
+  }
+  void leave() { slots_[threadSlot()].n.fetch_sub(1, std::memory_order_seq_cst); }
+
+  void close() {
+    closed_.store(true, std::memory_order_seq_cst);
+    for (;;) {
+      int64_t inFlight = 0;
+      for (const Slot& s : slots_) inFlight += s.n.load(std::memory_order_seq_cst);
+      if (inFlight == 0) return;
+      std::this_thread::yield();
+    }
+  }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+  class Pass {
+   public:
+    explicit Pass(CallGate& gate) : gate_(gate), entered_(gate.enter()) {}
+    ~Pass() {
+      if (entered_) gate_.leave();
+    }
+    Pass(const Pass&) = delete;
+    Pass& operator=(const Pass&) = delete;
+    explicit operator bool() const { return entered_; }
+
+   private:
+    CallGate& gate_;
+    bool entered_;
+  };
+
+ private:
+  static constexpr int kSlots = 64;
+  static int threadSlot() {
+    static std::atomic<int> next{0};
+    thread_local int slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+    return slot;
+  }
+  struct alignas(64) Slot {
+    std::atomic<int64_t> n{0};
+  };
+  Slot slots_[kSlots];
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace vmstore::internal
