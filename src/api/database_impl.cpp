@@ -204,6 +204,16 @@ DatabaseImpl::~DatabaseImpl() {
 }
 
 Status DatabaseImpl::writable() {
+  if (bm_->writeBackFailing()) {
+    // The device refused write-back (full, or failing): take no new change until the
+    // dirty pages can be written, so the pool keeps room for reads.
+    Status st = guarded([&] { return bm_->flushAll(); });
+    if (!st.ok()) return st;
+  }
+  return notPoisoned();
+}
+
+Status DatabaseImpl::notPoisoned() {
   if (!poisoned_.load(std::memory_order_acquire)) return Status::OK();
   std::lock_guard g(poisonMutex_);
   return poison_;
@@ -218,7 +228,7 @@ void DatabaseImpl::poison(const Status& why) {
 }
 
 Status DatabaseImpl::checkpointLocked() {
-  Status w = writable();
+  Status w = notPoisoned();
   if (!w.ok()) return w;
   if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
   return guarded([&] {
@@ -358,7 +368,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 Status DatabaseImpl::dropTree(std::string_view name) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  Status w = writable();
+  Status w = notPoisoned();  // a drop only frees pages: allowed on a full device
   if (!w.ok()) return w;
   std::lock_guard g(treesMutex_);
   return guarded([&] {

@@ -79,6 +79,7 @@ class DatabaseImpl {
   Status recoverAndLoad();                 // journal recovery, superblock, free list
   Status checkpointLocked();               // writeGate_ held exclusively
   Status writable();                       // OK, or why writes are refused
+  Status notPoisoned();                    // OK unless a failed sync made it read-only
   void poison(const Status& why);
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();

@@ -130,7 +130,7 @@ uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
 
 void BufferManager::readInLocked(uint64_t pid) {
   try {
-    reserveFrame();
+    reserveFrame(true);
   } catch (...) {
     state(pid).unlockXEvicted();
     throw;
@@ -160,23 +160,38 @@ void BufferManager::releaseFrame(uint64_t pid) {
   physUsed_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void BufferManager::reserveFrame() {
+void BufferManager::reserveFrame(bool forRead) {
   uint64_t headroom = std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
   for (uint64_t attempt = 0;; attempt++) {
     uint64_t used = physUsed_.load(std::memory_order_relaxed);
     if (used + headroom >= poolPages_) {
-      // Nearly full: evict ahead of need, unless another thread already is.
+      // Nearly full: evict ahead of need, unless another thread already is. Only an
+      // attempt: if it fails, the need below decides.
       std::unique_lock g(evictMutex_, std::try_to_lock);
-      if (g.owns_lock()) evictBatch();
+      if (g.owns_lock()) {
+        try {
+          evictBatch();
+        } catch (const StorageError&) {
+        }
+      }
       used = physUsed_.load(std::memory_order_relaxed);
     }
     if (used < poolPages_) {
       if (physUsed_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed)) return;
       continue;
     }
-    {
+    try {
       std::lock_guard g(evictMutex_);
       if (physUsed_.load(std::memory_order_relaxed) >= poolPages_) evictBatch();
+    } catch (const StorageError&) {
+      // Nothing could be evicted: the dirty pages cannot be written (full device, I/O
+      // error). A read may use the small reserve beyond the budget rather than fail.
+      if (!forRead) throw;
+      for (;;) {
+        used = physUsed_.load(std::memory_order_relaxed);
+        if (used >= poolPages_ + readReserve()) throw;
+        if (physUsed_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed)) return;
+      }
     }
     if (attempt > 100000) {
       throw StorageError(Status::NoMemory(
@@ -217,6 +232,7 @@ void BufferManager::evictBatch() {
   if (!st.ok()) {
     for (uint64_t pid : dirty) state(pid).unlockS();
     dirty.clear();
+    writeBackFailing_.store(true, std::memory_order_relaxed);
   }
   // (3) lock all exclusively; skip any page somebody touched meanwhile.
   std::vector<uint64_t> locked;
@@ -278,6 +294,7 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
     return st;
   }
   counters_.add(Counter::kPagesWritten, pids.size());
+  writeBackFailing_.store(false, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -336,7 +353,7 @@ Page* BufferManager::allocPage(PageKind kind) {
     if (s == PageState::kEvicted) {
       if (ps.tryLockX(w)) {
         try {
-          reserveFrame();
+          reserveFrame(false);
         } catch (...) {
           ps.unlockXEvicted();
           freeSpace_.push(pid);

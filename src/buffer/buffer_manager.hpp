@@ -10,7 +10,8 @@
 // - Optimistic access and parent validation live in guards.hpp on top of
 //   optimisticBegin()/readInLocked().
 // - The pool size is a hard budget: a frame is reserved (evicting a batch first if the
-//   pool is full) before any page becomes resident, so residentPages() <= poolPages().
+//   pool is full) before any page becomes resident, so residentPages() <= poolPages()
+//   (+ readReserve() while write-back fails, see below).
 // - Eviction (evictBatch) follows the paper's five steps: clock over the resident set
 //   marks pages and collects marked ones (dirty ones shared-locked), writes the dirty
 //   ones, locks them all exclusively (skipping any touched meanwhile), releases them
@@ -18,7 +19,9 @@
 //   and unlocks them as evicted with a new version. One thread evicts at a time.
 // - If writing the dirty pages of an eviction batch fails (a full disk, an I/O error),
 //   the batch evicts only its clean pages, so reads go on; the error reaches a caller
-//   only when no page at all could be evicted.
+//   only when no page at all could be evicted. While write-back fails (writeBackFailing),
+//   a read that finds no evictable page may use a small reserve beyond the budget
+//   (readReserve(): 1/16 of the pool, at least 16 pages) rather than fail; writes may not.
 // - allocPage() hands out a free page (or grows the file), exclusively locked, zeroed
 //   and dirty. freePage() takes an exclusively locked page and makes it free for reuse.
 //   freePageById() frees an unlocked page without reading it from storage.
@@ -130,6 +133,8 @@ class BufferManager {
   Counters& counters() { return counters_; }
   void countRestart() { counters_.add(Counter::kRestarts); }
   uint64_t poolPages() const { return poolPages_; }
+  // True after an eviction could not write its dirty pages, until a write succeeds.
+  bool writeBackFailing() const { return writeBackFailing_.load(std::memory_order_relaxed); }
   uint64_t residentPages() const { return physUsed_.load(std::memory_order_relaxed); }
   bool batchedRelease() const { return pages_.batchedRelease(); }
   void fillStats(Stats* s) const;
@@ -142,7 +147,8 @@ class BufferManager {
  private:
   [[noreturn]] void throwNoSuchPage(uint64_t pid) const;
   uint64_t optimisticBeginSlow(uint64_t pid);
-  void reserveFrame();
+  void reserveFrame(bool forRead);
+  uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
   void evictBatch();                // caller holds evictMutex_
   void initStatesUpTo(uint64_t pid);
@@ -165,6 +171,7 @@ class BufferManager {
   FileStore fileStore_;
   PageStore* store_;
   std::atomic<uint32_t> epoch_{0};
+  std::atomic<bool> writeBackFailing_{false};
 };
 
 }  // namespace vmstore::internal
