@@ -7,13 +7,28 @@
  * - Bad input (NULL handles or pointers, oversized keys or values, unknown config keys)
  *   returns an error and changes nothing that is stored.
  * - Every call is safe from many threads on the same handles, except that an iterator
- *   belongs to the one thread that uses it.
+ *   belongs to the one thread that uses it. vms_close waits for the calls in flight on
+ *   the database and its handles; a call that starts after vms_close began returns
+ *   VMS_EINVAL ("database is closed"). Closed handles stay safe to call (VMS_EINVAL)
+ *   until 1,024 more databases have been closed in the process; after that, using
+ *   them is undefined.
+ * - fork: a child forked without exec holds no lock on its parent's databases and must
+ *   not use the parent's handles (they share nothing it may touch). It may open other
+ *   databases, but not one its parent has open (VMS_EBUSY).
  * - Keys order as unsigned bytes; a proper prefix orders first.
  * - Limits: keys are 1 .. VMS_MAX_KEY_SIZE bytes (the empty key is not allowed),
  *   values are 0 .. VMS_MAX_VALUE_SIZE bytes. Larger ones get VMS_ETOOBIG.
- * - Durability: vms_sync() and vms_close() put all writes so far on stable storage.
- *   A database that was written to after its last sync and then not closed (crash,
- *   kill) refuses to open with VMS_ECORRUPT until the write-ahead log exists.
+ * - Durability (until the write-ahead log exists): vms_sync() and vms_close() are the
+ *   durable points. Each is a checkpoint that commits atomically through the page
+ *   journal: after a crash, a kill, a power cut, a full device or a failed write or
+ *   sync, the next open finds exactly the last checkpoint that committed; writes since
+ *   then are lost. A checkpoint that returns an error may or may not have committed.
+ * - After a failed fdatasync the database is read-only: writes and vms_sync return the
+ *   error until it is reopened (what reached storage is unknown). While the device
+ *   refuses write-back (full, I/O errors), writes return that error and reads go on.
+ * - Damage is reported as VMS_ECORRUPT: every page carries a CRC-32C checksum and its
+ *   own id. Limit: a whole, valid, older copy of a page written back in its place (a
+ *   lost or misdirected write of the device) is not detected.
  */
 #ifndef VMSTORE_H
 #define VMSTORE_H
@@ -49,18 +64,24 @@ const char* vms_last_error(void);
 
 /* config: NULL or "key=value,key=value". Keys:
  *   pool_size=SIZE   buffer pool memory budget, bytes with optional K/M/G/T suffix
- *                    (default 1G, minimum 1M)
+ *                    (default 1G, minimum 1M; more than the memory of the machine or
+ *                    of the process's memory cgroup is VMS_ENOMEM)
  *   create=BOOL      create directory and database if missing (default true);
  *                    with false a missing database is VMS_EINVAL, nothing created
  *   max_size=SIZE    largest the data file may grow (default 1T); reserves address
  *                    space only
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
- * superblock, an existing but empty file) or one not closed cleanly: VMS_ECORRUPT. */
+ * superblock, an existing but empty file): VMS_ECORRUPT. The address space for
+ * max_size cannot be reserved: VMS_ENOMEM. Creating a database is atomic: an open that
+ * fails or is killed while creating leaves no database behind. */
 int vms_open(const char* dir, const char* config, vms_db** db);
-/* Writes everything, releases the directory lock, frees db and all its tree handles. */
+/* Checkpoints (as vms_sync), releases the directory lock and the memory of the pool.
+ * db and its handles must not be used afterwards (see the thread contract above).
+ * An error means the last checkpoint stays the one the next open finds. */
 int vms_close(vms_db* db);
-/* All writes so far are on stable storage when this returns VMS_OK. */
+/* All writes so far are on stable storage when this returns VMS_OK (a checkpoint; it
+ * writes nothing when nothing changed since the last one). */
 int vms_sync(vms_db* db);
 
 /* name "" is the default tree. With create=0 a missing tree gives VMS_NOTFOUND.
