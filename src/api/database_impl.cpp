@@ -478,17 +478,22 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
     return Status::TooBig("value of " + std::to_string(value.size()) + " bytes exceeds the maximum of " +
                           std::to_string(kMaxValueSize));
   }
+  return write([&] {
+    t->btree.put(asBytes(key), asBytes(value));
+    return Status::OK();
+  });
+}
+
+template <class Fn>
+Status DatabaseImpl::write(Fn&& change) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  st = writable();
+  Status st = writable();
   if (!st.ok()) return st;
   {
     std::shared_lock gate(writeGate_);
     changed_.store(true, std::memory_order_release);
-    st = guarded([&] {
-      t->btree.put(asBytes(key), asBytes(value));
-      return Status::OK();
-    });
+    st = guarded(change);
   }
   if (st.ok() && journal_.bytes() > kAutoCheckpointBytes) sync();
   return st;
@@ -519,20 +524,10 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
-  CallGate::Pass pass(gate_);
-  if (!pass) return closedStatus();
-  st = writable();
-  if (!st.ok()) return st;
-  {
-    std::shared_lock gate(writeGate_);
-    changed_.store(true, std::memory_order_release);
-    st = guarded([&] {
-      if (!t->btree.remove(asBytes(key))) return Status::NotFound();
-      return Status::OK();
-    });
-  }
-  if (st.ok() && journal_.bytes() > kAutoCheckpointBytes) sync();
-  return st;
+  return write([&] {
+    if (!t->btree.remove(asBytes(key))) return Status::NotFound();
+    return Status::OK();
+  });
 }
 
 }  // namespace vmstore::internal

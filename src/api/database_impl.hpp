@@ -80,6 +80,9 @@ class DatabaseImpl {
   Status checkpointLocked();               // writeGate_ held exclusively
   Status writable();                       // OK, or why writes are refused
   Status notPoisoned();                    // OK unless a failed sync made it read-only
+  // A put or delete: gate, writability, writer gate, exceptions, auto-checkpoint.
+  template <class Fn>
+  Status write(Fn&& change);
   void poison(const Status& why);
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();
