@@ -1,5 +1,6 @@
 #include "api/database_impl.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -247,6 +248,8 @@ Status DatabaseImpl::checkpointLocked() {
       bm_->appendFreePages(need - free.size());
       free = bm_->freeSpace().snapshot();
     }
+    // The chain goes into the lowest free pages, so that it does not stretch the file.
+    std::sort(free.begin(), free.end());
     std::vector<std::unique_ptr<Page>> listPages;
     std::vector<PageWrite> writes;
     uint64_t head = 0;

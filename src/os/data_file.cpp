@@ -146,6 +146,28 @@ Status DataFile::readPage(uint64_t pid, void* buf) const {
   return Status::OK();
 }
 
+Status DataFile::readPages(uint64_t first, size_t n, void* buf) const {
+  char* out = static_cast<char*>(buf);
+  size_t bytes = n * kPageSize;
+  ssize_t r;
+  do {
+    r = io().pread(fd_, path_, out, bytes, first * kPageSize);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return ioStatus("read of pages " + std::to_string(first) + ".." + std::to_string(first + n - 1), errno);
+  size_t done = static_cast<size_t>(r);
+  if (done % kPageSize != 0 && done < bytes) {
+    // Short in the middle of a page (not at the end of the file): finish page by page.
+    size_t whole = done / kPageSize;
+    for (size_t i = whole; i < n; i++) {
+      Status s = readPage(first + i, out + i * kPageSize);
+      if (!s.ok()) return s;
+    }
+    return Status::OK();
+  }
+  if (done < bytes) std::memset(out + done, 0, bytes - done);
+  return Status::OK();
+}
+
 Status DataFile::writePage(uint64_t pid, const void* buf) const {
   const char* in = static_cast<const char*>(buf);
   for (int shortWrites = 0;;) {

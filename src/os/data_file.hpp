@@ -60,6 +60,9 @@ class DataFile {
   // Opens (create: creates if missing) the file; direct: try O_DIRECT.
   Status open(const std::string& path, bool create, bool direct = true);
   Status readPage(uint64_t pid, void* buf) const;
+  // Reads pages [first, first + n) with one call into buf (n * 4 KiB, aligned); pages
+  // past the end of the file read as zeros.
+  Status readPages(uint64_t first, size_t n, void* buf) const;
   Status writePage(uint64_t pid, const void* buf) const;
   Status writeBatch(std::span<const PageWrite> writes) const;
   bool batchedWrites() const { return ring_ != nullptr; }

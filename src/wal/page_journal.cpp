@@ -132,21 +132,30 @@ Status PageJournal::backfill() {
     std::shared_lock ig(indexMutex_);
     entries.assign(index_.begin(), index_.end());
   }
-  std::sort(entries.begin(), entries.end());
-  constexpr size_t kChunk = 64;
+  // Read the journal in slot order (runs of adjacent frames with one read each), write
+  // each chunk into the data file as one batch.
+  std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  constexpr size_t kChunk = 256;
   std::unique_ptr<Page[]> bufs(new Page[kChunk]);
   for (size_t i = 0; i < entries.size(); i += kChunk) {
-    std::vector<PageWrite> writes;
-    for (size_t j = i; j < std::min(entries.size(), i + kChunk); j++) {
-      Page* p = &bufs[j - i];
-      Status s = file_.readPage(entries[j].second, p);
+    size_t end = std::min(entries.size(), i + kChunk);
+    for (size_t j = i; j < end;) {
+      size_t run = 1;
+      while (j + run < end && entries[j + run].second == entries[j].second + run) run++;
+      Status s = file_.readPages(entries[j].second, run, &bufs[j - i]);
       if (!s.ok()) return s;
+      j += run;
+    }
+    std::vector<PageWrite> writes;
+    for (size_t j = i; j < end; j++) {
+      Page* p = &bufs[j - i];
       if (!pageIsIntact(p, entries[j].first)) {
         return Status::Corruption("journal frame " + std::to_string(entries[j].second) + " of " + file_.path() +
                                   " is damaged");
       }
       writes.push_back({entries[j].first, p});
     }
+    std::sort(writes.begin(), writes.end(), [](const PageWrite& x, const PageWrite& y) { return x.pid < y.pid; });
     Status s = data_->writeBatch(writes);
     if (!s.ok()) return s;
   }
