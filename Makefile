@@ -12,7 +12,9 @@
 #
 # Variables: SUITE_ARGS (extra `bench suite` options for make run, e.g.
 # SUITE_ARGS='--seconds=4'), PREFIX, CTEST_JOBS (default 2), CTEST_ARGS (extra ctest arguments, e.g.
-# CTEST_ARGS='-R BTree'), VMSTORE_SKIP_DEPS=1 (skip the apt-get step).
+# CTEST_ARGS='-R BTree'), VMSTORE_SKIP_DEPS=1 (skip the apt-get step), PYTHON (the
+# interpreter that makes the binding's venv, default python3), PYTEST_ARGS (extra pytest
+# arguments, e.g. PYTEST_ARGS='-k dbm').
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -28,6 +30,10 @@ TOP         := $(CURDIR)
 RELEASE_DIR := $(BUILD_ROOT)/release
 ASAN_DIR    := $(BUILD_ROOT)/asan
 TSAN_DIR    := $(BUILD_ROOT)/tsan
+PYTHON      ?= python3
+PYTEST_ARGS ?=
+PY_VENV     := $(BUILD_ROOT)/python-venv
+PY_DIR      := $(BUILD_ROOT)/python
 
 RELEASE_CMAKE_ARGS := -DVMSTORE_SANITIZE=
 ASAN_CMAKE_ARGS    := -DVMSTORE_SANITIZE=address,undefined -DVMSTORE_BUILD_BENCH=OFF
@@ -60,7 +66,7 @@ define run_ctest
 endef
 
 .PHONY: all deps build build-release build-asan build-tsan test test-release test-asan \
-        check-install tsan run demo install clean
+        check-install python-test tsan run demo install clean
 
 all: build
 
@@ -88,18 +94,33 @@ check-install: build
 	@echo "== check install of $(RELEASE_DIR)"
 	@bash scripts/check-install.sh $(RELEASE_DIR)
 
+# The Python binding: a venv of its own (build/python-venv), `pip install ./python pytest`
+# (pip builds the extension and the library from this tree, at most 2 compile jobs), then
+# its pytest suite, run from outside python/ so that the installed package is the one
+# tested. The pytest output is kept in build/python/pytest.log for the summary.
+python-test: deps
+	@echo "== python binding"
+	@rm -f $(PY_DIR)/pytest.log && mkdir -p $(PY_DIR)
+	@if [[ ! -x $(PY_VENV)/bin/python ]]; then $(PYTHON) -m venv $(PY_VENV); fi
+	@CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY_VENV)/bin/python -m pip install --quiet \
+	  --disable-pip-version-check ./python pytest
+	@cd $(PY_DIR) && $(TOP)/$(PY_VENV)/bin/python -m pytest -o cache_dir=$(TOP)/$(PY_DIR)/pytest-cache \
+	  $(PYTEST_ARGS) $(TOP)/python/tests 2>&1 | tee pytest.log
+
 # Runs every stage even when an earlier one fails, then prints one line per stage and a
-# closing "N passed, N failed" line over both test suites; fails if any stage failed.
+# closing "N passed, N failed" line over every test suite; fails if any stage failed.
 test: deps
-	@rm -f $(RELEASE_DIR)/ctest.log $(ASAN_DIR)/ctest.log
-	@start=$$(date +%s); release=ok; asan=ok; install=ok; \
+	@rm -f $(RELEASE_DIR)/ctest.log $(ASAN_DIR)/ctest.log $(PY_DIR)/pytest.log
+	@start=$$(date +%s); release=ok; asan=ok; install=ok; python=ok; \
 	$(MAKE) --no-print-directory test-release VMSTORE_SKIP_DEPS=1 || release=FAILED; \
 	$(MAKE) --no-print-directory test-asan VMSTORE_SKIP_DEPS=1 || asan=FAILED; \
 	$(MAKE) --no-print-directory check-install VMSTORE_SKIP_DEPS=1 || install=FAILED; \
+	$(MAKE) --no-print-directory python-test VMSTORE_SKIP_DEPS=1 || python=FAILED; \
 	bash scripts/test-summary.sh $$(( $$(date +%s) - start )) \
 	  "release:$$release:$(RELEASE_DIR)/ctest.log" \
 	  "asan:$$asan:$(ASAN_DIR)/ctest.log" \
-	  "install-check:$$install:"
+	  "install-check:$$install:" \
+	  "python:$$python:$(PY_DIR)/pytest.log"
 
 tsan: build-tsan
 	$(call run_ctest,$(TSAN_DIR),$(TSAN_ENV))

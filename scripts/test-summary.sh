@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Prints the closing summary of `make test` and exits non-zero if any stage failed.
 #
-#   scripts/test-summary.sh SECONDS NAME:STATUS:CTEST_LOG ...
+#   scripts/test-summary.sh SECONDS NAME:STATUS:LOG ...
 #
-# STATUS is "ok" or "FAILED"; CTEST_LOG (may be empty) is the output of that stage's
-# ctest run, from which the counts are read. A stage without a ctest log (the install
-# check, or a suite whose build failed) counts as one test.
+# STATUS is "ok" or "FAILED"; LOG (may be empty) is the output of that stage's ctest or
+# pytest run, from which the counts are read. A stage without a log (the install check,
+# or a suite whose build failed) counts as one test.
 set -uo pipefail
 
 seconds=$1
@@ -22,6 +22,16 @@ for stage in "$@"; do
     # Skipped tests (GTEST_SKIP) are listed as "(Skipped)" and counted among the passed.
     skip=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)' "${log}" || true)
     pass=$(( total - fail - skip ))
+    detail="${pass} passed, ${fail} failed, ${skip} skipped"
+  elif [[ -n "${log}" && -f "${log}" ]] &&
+       grep -qE '[0-9]+ (passed|failed|errors?|skipped)[^=]* in [0-9.]+s' "${log}"; then
+    # pytest's closing line: "== 1 failed, 80 passed, 2 skipped, 1 error in 9.10s ==".
+    # Errors (a failing fixture) count as failures; xfailed/xpassed are not counted.
+    last=$(grep -E '[0-9]+ (passed|failed|errors?|skipped)[^=]* in [0-9.]+s' "${log}" | tail -n1)
+    count() { grep -oE "[0-9]+ $1" <<<"${last}" | awk '{n += $1} END {print n + 0}'; }
+    pass=$(count passed)
+    fail=$(( $(count failed) + $(count 'errors?') ))
+    skip=$(count skipped)
     detail="${pass} passed, ${fail} failed, ${skip} skipped"
   elif [[ -n "${log}" && -f "${log}" ]] && grep -q 'No tests were found' "${log}"; then
     detail="no tests found"

@@ -1,0 +1,627 @@
+// vmstore._core: the C++ half of the Python binding, over the public C++ API
+// (include/vmstore/). The Pythonic layer (mapping protocol, views, errors) is
+// vmstore/__init__.py; this file is the part that must be fast or must hold the GIL rules.
+//
+// Contract
+// - Every engine call runs with the GIL released, so many Python threads can use one
+//   database at once. Python objects are only touched with the GIL held: arguments are
+//   read (bytes-like objects pinned with a buffer export) before the release, results are
+//   built after it.
+// - DbCore, TreeCore and Cursor share one Shared (std::shared_ptr): the Database lives
+//   until the last of them is gone, so no handle ever points at freed memory. Shared::gate
+//   is held shared by every engine call and exclusively by close(): close waits for the
+//   calls in flight, and every later call raises ClosedError instead of reaching a Tree or
+//   Iterator that the engine's contract says is invalid after close.
+// - A dropped tree's TreeCore is marked dropped (by the Python Database, which hands out
+//   one TreeCore per name); calls on it raise ClosedError.
+// - Engine statuses become the exception classes that vmstore/__init__.py registers with
+//   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
+//   is TypeError. Nothing is written when an argument is rejected.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "vmstore/vmstore.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using vmstore::Status;
+
+// ----------------------------------------------------------------------------------------
+// Errors
+
+// The exception classes of vmstore/__init__.py, by role. Set once by _set_error_types and
+// kept for the life of the process (never released: module teardown order is unknown).
+enum ErrorKind { kInvalid, kIO, kCorruption, kNoSpace, kTooBig, kNoMemory, kBusy, kClosed, kKinds };
+PyObject* errorTypes[kKinds] = {};
+
+// An instance of the class registered for kind: (errno or None, message), as OSError takes.
+nb::object makeError(ErrorKind kind, int errnum, const std::string& message) {
+  nb::handle type = errorTypes[kind] != nullptr ? errorTypes[kind] : PyExc_OSError;
+  return errnum != 0 ? type(errnum, message) : type(nb::none(), message);
+}
+
+[[noreturn]] void raise(nb::handle err) {
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
+  throw nb::python_error();
+}
+
+[[noreturn]] void raiseError(ErrorKind kind, int errnum, const std::string& message) {
+  raise(makeError(kind, errnum, message));
+}
+
+[[noreturn]] void raiseKeyError(nb::handle key) { raise(nb::handle(PyExc_KeyError)(key)); }
+
+ErrorKind kindOf(Status::Code code, int* errnum) {
+  *errnum = 0;
+  switch (code) {
+    case Status::Code::kInvalidArgument: *errnum = EINVAL; return kInvalid;
+    case Status::Code::kCorruption: return kCorruption;
+    case Status::Code::kNoSpace: *errnum = ENOSPC; return kNoSpace;
+    case Status::Code::kTooBig: return kTooBig;
+    case Status::Code::kNoMemory: *errnum = ENOMEM; return kNoMemory;
+    case Status::Code::kBusy: *errnum = EBUSY; return kBusy;
+    case Status::Code::kIOError: *errnum = EIO; return kIO;
+    default: return kIO;  // no other code is an error today
+  }
+}
+
+// The message is the status's own ("page 17: checksum mismatch"); the class names the code.
+nb::object statusError(const Status& st) {
+  int errnum;
+  ErrorKind kind = kindOf(st.code(), &errnum);
+  return makeError(kind, errnum, st.message().empty() ? Status::codeName(st.rawCode()) : st.message());
+}
+
+[[noreturn]] void raiseStatus(const Status& st) { raise(statusError(st)); }
+
+[[noreturn]] void raiseClosed(const std::string& message) { raiseError(kClosed, 0, message); }
+
+// ----------------------------------------------------------------------------------------
+// Arguments
+
+// A read-only view of a bytes-like argument (bytes, bytearray, memoryview, any object with
+// the buffer protocol), valid while this object lives. A buffer export pins the memory:
+// a bytearray cannot be resized while the GIL is released and its bytes are read.
+class BytesArg {
+ public:
+  BytesArg(nb::handle obj, const char* what) {
+    PyObject* o = obj.ptr();
+    if (PyBytes_Check(o)) {
+      data_ = PyBytes_AS_STRING(o);
+      size_ = static_cast<size_t>(PyBytes_GET_SIZE(o));
+      return;
+    }
+    if (PyObject_GetBuffer(o, &view_, PyBUF_SIMPLE) != 0) {
+      if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be bytes, bytearray or memoryview, not %.100s", what,
+                     Py_TYPE(o)->tp_name);
+      }
+      throw nb::python_error();
+    }
+    held_ = true;
+    data_ = static_cast<const char*>(view_.buf);
+    size_ = static_cast<size_t>(view_.len);
+  }
+  ~BytesArg() {
+    if (held_) PyBuffer_Release(&view_);
+  }
+  BytesArg(const BytesArg&) = delete;
+  BytesArg& operator=(const BytesArg&) = delete;
+
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// An optional bound of a range (None: unbounded), copied: it outlives the call.
+std::optional<std::string> optionalBound(nb::handle obj, const char* what) {
+  if (obj.is_none()) return std::nullopt;
+  BytesArg b(obj, what);
+  return std::string(b.view());
+}
+
+nb::bytes toBytes(std::string_view s) { return nb::bytes(s.data(), s.size()); }
+
+// ----------------------------------------------------------------------------------------
+// Shared: one open database and the gate that makes close() safe against every handle.
+
+struct Shared {
+  std::string path;
+  std::unique_ptr<vmstore::Database> db;
+  std::shared_mutex gate;
+  bool closed = false;  // guarded by gate
+
+  ~Shared() {
+    if (closed || !db) return;
+    // Garbage-collected without close(): close here (errors are lost, as in the C++ API).
+    // The GIL is released unless the interpreter is shutting down.
+#if PY_VERSION_HEX >= 0x030D0000
+    bool finalizing = Py_IsFinalizing();
+#else
+    bool finalizing = _Py_IsFinalizing();
+#endif
+    if (PyGILState_Check() && !finalizing) {
+      nb::gil_scoped_release nogil;
+      db->close();
+    } else {
+      db->close();
+    }
+  }
+
+  // Runs fn with the GIL released and the gate held shared; ClosedError after close().
+  template <class Fn>
+  void run(Fn&& fn) {
+    bool wasClosed;
+    {
+      nb::gil_scoped_release nogil;
+      std::shared_lock lock(gate);
+      wasClosed = closed;
+      if (!wasClosed) fn();
+    }
+    if (wasClosed) raiseClosed("database '" + path + "' is closed");
+  }
+};
+
+// What a TreeCore and its cursors share.
+struct TreeState {
+  std::shared_ptr<Shared> shared;
+  vmstore::Tree* tree;
+  std::string name;
+  std::atomic<bool> dropped{false};
+
+  void checkUsable() const {
+    if (dropped.load(std::memory_order_acquire)) raiseClosed("tree '" + name + "' was dropped");
+  }
+};
+
+// ----------------------------------------------------------------------------------------
+// Cursor: one pass over a key range of a tree, forward or backward, handed out in batches.
+
+enum class Mode : int { kKeys = 0, kValues = 1, kItems = 2 };
+
+// Positions it on the first entry of [start, stop) in the direction of travel.
+void position(vmstore::Iterator& it, const std::optional<std::string>& start,
+              const std::optional<std::string>& stop, bool reverse) {
+  if (!reverse) {
+    if (start) {
+      it.seek(*start);
+    } else {
+      it.seekToFirst();
+    }
+    return;
+  }
+  if (stop) {
+    it.seekForPrev(*stop);
+    if (it.valid() && it.key() == *stop) it.prev();  // stop is exclusive
+  } else {
+    it.seekToLast();
+  }
+}
+
+// True while the iterator's key lies inside the range (checked on the side it travels to).
+bool inRange(const vmstore::Iterator& it, const std::optional<std::string>& start,
+             const std::optional<std::string>& stop, bool reverse) {
+  if (!it.valid()) return false;
+  if (reverse) return !start || it.key() >= std::string_view(*start);
+  return !stop || it.key() < std::string_view(*stop);
+}
+
+class Cursor {
+ public:
+  Cursor(std::shared_ptr<TreeState> tree, std::optional<std::string> start, std::optional<std::string> stop,
+         bool reverse, Mode mode)
+      : tree_(std::move(tree)), start_(std::move(start)), stop_(std::move(stop)), reverse_(reverse), mode_(mode) {}
+
+  // Up to n more entries (keys, values or (key, value) tuples); fewer only at the end.
+  nb::list next(size_t n) {
+    nb::list out;
+    if (done_ || n == 0) return out;
+    tree_->checkUsable();
+    arena_.clear();
+    sizes_.clear();
+    Status st;
+    tree_->shared->run([&] {
+      std::lock_guard lock(*mutex_);  // one Python generator drives a cursor; be safe anyway
+      if (!it_) {
+        it_.emplace(tree_->tree->newIterator());
+        position(*it_, start_, stop_, reverse_);
+      }
+      size_t count = 0;
+      for (; count < n && inRange(*it_, start_, stop_, reverse_); count++) {
+        if (mode_ != Mode::kValues) append(it_->key());
+        if (mode_ != Mode::kKeys) append(it_->value());
+        if (reverse_) {
+          it_->prev();
+        } else {
+          it_->next();
+        }
+      }
+      if (count < n) {
+        done_ = true;
+        st = it_->status();
+      }
+    });
+    size_t off = 0;
+    size_t per = mode_ == Mode::kItems ? 2 : 1;
+    for (size_t i = 0; i < sizes_.size(); i += per) {
+      nb::bytes first = toBytes(std::string_view(arena_).substr(off, sizes_[i]));
+      off += sizes_[i];
+      if (per == 1) {
+        out.append(first);
+      } else {
+        nb::bytes second = toBytes(std::string_view(arena_).substr(off, sizes_[i + 1]));
+        off += sizes_[i + 1];
+        out.append(nb::make_tuple(first, second));
+      }
+    }
+    arena_.clear();
+    if (arena_.capacity() > (1u << 20)) arena_.shrink_to_fit();  // a batch of large values
+    if (!st.ok()) raiseStatus(st);
+    return out;
+  }
+
+ private:
+  void append(std::string_view s) {
+    arena_.append(s);
+    sizes_.push_back(s.size());
+  }
+
+  std::shared_ptr<TreeState> tree_;
+  std::optional<std::string> start_, stop_;
+  bool reverse_;
+  Mode mode_;
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+  std::optional<vmstore::Iterator> it_;  // destroyed before tree_ (declared after it)
+  bool done_ = false;
+  std::string arena_;          // the batch's bytes, copied out with the GIL released
+  std::vector<size_t> sizes_;  // the length of each piece in arena_
+};
+
+// ----------------------------------------------------------------------------------------
+// TreeCore
+
+class TreeCore {
+ public:
+  explicit TreeCore(std::shared_ptr<TreeState> state) : s_(std::move(state)) {}
+
+  // The value, or nullopt when the key is absent.
+  std::optional<nb::bytes> lookup(nb::handle key) {
+    s_->checkUsable();
+    BytesArg k(key, "key");
+    // Values are at most kMaxValueSize bytes: one copy into the stack, one into the bytes.
+    char buf[vmstore::kMaxValueSize];
+    size_t vlen = 0;
+    Status st;
+    std::string big;
+    s_->shared->run([&] {
+      st = s_->tree->get(k.view(), std::as_writable_bytes(std::span(buf)), &vlen);
+      if (st.ok() && vlen > sizeof buf) st = s_->tree->get(k.view(), &big);  // a future larger limit
+    });
+    if (st.isNotFound()) return std::nullopt;
+    if (!st.ok()) raiseStatus(st);
+    if (vlen > sizeof buf) return toBytes(big);
+    return toBytes(std::string_view(buf, vlen));
+  }
+
+  nb::bytes getitem(nb::handle key) {
+    std::optional<nb::bytes> v = lookup(key);
+    if (!v) raiseKeyError(key);
+    return *v;
+  }
+
+  nb::object get(nb::handle key, nb::handle dflt) {
+    std::optional<nb::bytes> v = lookup(key);
+    if (!v) return nb::borrow(dflt);
+    return *v;
+  }
+
+  bool contains(nb::handle key) {
+    s_->checkUsable();
+    BytesArg k(key, "key");
+    size_t vlen = 0;
+    Status st;
+    s_->shared->run([&] { st = s_->tree->get(k.view(), std::span<std::byte>(), &vlen); });
+    if (st.isNotFound()) return false;
+    if (!st.ok()) raiseStatus(st);
+    return true;
+  }
+
+  void setitem(nb::handle key, nb::handle value) {
+    s_->checkUsable();
+    BytesArg k(key, "key");
+    BytesArg v(value, "value");
+    Status st;
+    s_->shared->run([&] { st = s_->tree->put(k.view(), v.view()); });
+    if (st.isNotFound()) raiseClosed("tree '" + s_->name + "' was dropped");
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  // True when the key was there.
+  bool remove(nb::handle key) {
+    s_->checkUsable();
+    BytesArg k(key, "key");
+    Status st;
+    s_->shared->run([&] { st = s_->tree->del(k.view()); });
+    if (st.isNotFound()) return false;
+    if (!st.ok()) raiseStatus(st);
+    return true;
+  }
+
+  void delitem(nb::handle key) {
+    if (!remove(key)) raiseKeyError(key);
+  }
+
+  Cursor cursor(nb::handle start, nb::handle stop, bool reverse, int mode) {
+    s_->checkUsable();
+    if (mode < 0 || mode > 2) throw nb::value_error("mode must be 0 (keys), 1 (values) or 2 (items)");
+    return Cursor(s_, optionalBound(start, "start"), optionalBound(stop, "stop"), reverse, static_cast<Mode>(mode));
+  }
+
+  // The number of keys in [start, stop), counted without building Python objects.
+  size_t count(nb::handle start, nb::handle stop) {
+    s_->checkUsable();
+    std::optional<std::string> lo = optionalBound(start, "start"), hi = optionalBound(stop, "stop");
+    size_t n = 0;
+    Status st;
+    s_->shared->run([&] {
+      vmstore::Iterator it = s_->tree->newIterator();
+      for (position(it, lo, hi, false); inRange(it, lo, hi, false); it.next()) n++;
+      st = it.status();
+    });
+    if (!st.ok()) raiseStatus(st);
+    return n;
+  }
+
+  // The first (or last) (key, value) pair, or None for an empty tree.
+  nb::object edge(bool last) {
+    s_->checkUsable();
+    std::string key, value;
+    bool found = false;
+    Status st;
+    s_->shared->run([&] {
+      vmstore::Iterator it = s_->tree->newIterator();
+      if (last) {
+        it.seekToLast();
+      } else {
+        it.seekToFirst();
+      }
+      found = it.valid();
+      if (found) {
+        key = it.key();
+        value = it.value();
+      }
+      st = it.status();
+    });
+    if (!st.ok()) raiseStatus(st);
+    if (!found) return nb::none();
+    return nb::make_tuple(toBytes(key), toBytes(value));
+  }
+
+  // Deletes every key, a chunk at a time, without the GIL.
+  void clear() {
+    s_->checkUsable();
+    Status st;
+    s_->shared->run([&] {
+      std::vector<std::string> keys;
+      for (;;) {
+        keys.clear();
+        vmstore::Iterator it = s_->tree->newIterator();
+        for (it.seekToFirst(); it.valid() && keys.size() < 512; it.next()) keys.emplace_back(it.key());
+        st = it.status();
+        if (!st.ok() || keys.empty()) return;
+        for (const std::string& k : keys) {
+          st = s_->tree->del(k);
+          if (!st.ok() && !st.isNotFound()) return;  // another thread may delete it first
+        }
+        st = Status::OK();
+      }
+    });
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  void markDropped() { s_->dropped.store(true, std::memory_order_release); }
+  bool dropped() const { return s_->dropped.load(std::memory_order_acquire); }
+  nb::bytes name() const { return toBytes(s_->name); }
+
+ private:
+  std::shared_ptr<TreeState> s_;
+};
+
+// ----------------------------------------------------------------------------------------
+// DbCore
+
+class DbCore {
+ public:
+  static DbCore open(nb::bytes path, const std::string& config) {
+    auto shared = std::make_shared<Shared>();
+    shared->path = std::string(path.c_str(), path.size());
+    Status st;
+    {
+      nb::gil_scoped_release nogil;
+      st = vmstore::Database::open(shared->path, std::string_view(config), &shared->db);
+    }
+    if (!st.ok()) raiseStatus(st);
+    return DbCore(std::move(shared));
+  }
+
+  void close() {
+    Status st;
+    {
+      nb::gil_scoped_release nogil;
+      std::unique_lock lock(s_->gate);  // waits for the calls in flight
+      if (s_->closed) return;
+      s_->closed = true;
+      st = s_->db->close();
+    }
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  bool closed() {
+    nb::gil_scoped_release nogil;
+    std::shared_lock lock(s_->gate);
+    return s_->closed;
+  }
+
+  void sync() {
+    Status st;
+    s_->run([&] { st = s_->db->sync(); });
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  // A new TreeCore for the tree (the Python Database keeps one per name), or None when
+  // the tree is missing and create is false.
+  std::optional<TreeCore> tree(nb::bytes name, bool create) {
+    std::string n(name.c_str(), name.size());
+    vmstore::Tree* tree = nullptr;
+    Status st;
+    s_->run([&] { st = s_->db->openTree(n, create, &tree); });
+    if (st.isNotFound()) return std::nullopt;
+    if (!st.ok()) raiseStatus(st);
+    auto state = std::make_shared<TreeState>();
+    state->shared = s_;
+    state->tree = tree;
+    state->name = std::move(n);
+    return TreeCore(std::move(state));
+  }
+
+  // False when there is no such tree.
+  bool dropTree(nb::bytes name) {
+    std::string n(name.c_str(), name.size());
+    Status st;
+    s_->run([&] { st = s_->db->dropTree(n); });
+    if (st.isNotFound()) return false;
+    if (!st.ok()) raiseStatus(st);
+    return true;
+  }
+
+  nb::list trees() {
+    std::vector<std::string> names;
+    Status st;
+    s_->run([&] { st = s_->db->listTrees(&names); });
+    if (!st.ok()) raiseStatus(st);
+    nb::list out;
+    for (const std::string& n : names) out.append(toBytes(n));
+    return out;
+  }
+
+  nb::dict stats() {
+    vmstore::Stats s;
+    s_->run([&] { s = s_->db->stats(); });
+    nb::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["evictions"] = s.evictions;
+    d["pages_written"] = s.pages_written;
+    d["restarts"] = s.restarts;
+    d["release_calls"] = s.release_calls;
+    d["pool_pages"] = s.pool_pages;
+    d["resident_pages"] = s.resident_pages;
+    d["page_count"] = s.page_count;
+    d["free_pages"] = s.free_pages;
+    d["file_bytes"] = s.file_bytes;
+    d["trees"] = s.trees;
+    return d;
+  }
+
+  // Raises CorruptionError (with .problems, one line per problem) when damage is found.
+  void check() {
+    std::vector<std::string> problems;
+    Status st;
+    s_->run([&] { st = s_->db->check(&problems); });
+    if (st.ok()) return;
+    if (st.code() != Status::Code::kCorruption) raiseStatus(st);
+    nb::list lines;
+    for (const std::string& p : problems) lines.append(nb::str(p.c_str(), p.size()));
+    nb::object err = statusError(st);
+    err.attr("problems") = nb::tuple(lines);
+    raise(err);
+  }
+
+  const std::string& path() const { return s_->path; }
+
+ private:
+  explicit DbCore(std::shared_ptr<Shared> shared) : s_(std::move(shared)) {}
+  std::shared_ptr<Shared> s_;
+};
+
+void setErrorTypes(nb::handle invalid, nb::handle io, nb::handle corruption, nb::handle nospace, nb::handle toobig,
+                   nb::handle nomem, nb::handle busy, nb::handle closed) {
+  nb::handle all[kKinds] = {invalid, io, corruption, nospace, toobig, nomem, busy, closed};
+  for (int i = 0; i < kKinds; i++) {
+    if (!PyType_Check(all[i].ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(all[i].ptr()),
+                                                        reinterpret_cast<PyTypeObject*>(PyExc_OSError))) {
+      throw nb::type_error("error types must be subclasses of OSError");
+    }
+    Py_XDECREF(errorTypes[i]);
+    errorTypes[i] = all[i].inc_ref().ptr();
+  }
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "vmstore's C++ core: use the vmstore package, not this module.";
+  // Handles still referenced at interpreter exit are normal for a database binding (the
+  // Python layer closes open databases at exit); nanobind's leak report would be noise.
+  nb::set_leak_warnings(false);
+
+  m.attr("MAX_KEY_SIZE") = vmstore::kMaxKeySize;
+  m.attr("MAX_VALUE_SIZE") = vmstore::kMaxValueSize;
+  m.attr("MAX_TREE_NAME_SIZE") = vmstore::kMaxTreeNameSize;
+
+  m.def("_set_error_types", &setErrorTypes, "invalid"_a, "io"_a, "corruption"_a, "nospace"_a, "toobig"_a,
+        "nomem"_a, "busy"_a, "closed"_a, "Registers the exception classes raised for each kind of error.");
+  m.def("open", &DbCore::open, "path"_a, "config"_a,
+        "Opens the database in directory path (bytes) with a C API config string.");
+
+  nb::class_<Cursor>(m, "Cursor", "One pass over a key range of a tree.")
+      .def("next", &Cursor::next, "n"_a, "Up to n more entries; fewer only at the end.");
+
+  nb::class_<TreeCore>(m, "TreeCore", "A tree handle; see vmstore.Tree.")
+      .def("getitem", &TreeCore::getitem, "key"_a, "The value; KeyError when absent.")
+      .def("get", &TreeCore::get, "key"_a, "default"_a.none() = nb::none(), "The value, or default when absent.")
+      .def("contains", &TreeCore::contains, "key"_a, "True when the key is present.")
+      .def("setitem", &TreeCore::setitem, "key"_a, "value"_a, "Inserts or replaces.")
+      .def("remove", &TreeCore::remove, "key"_a, "Deletes; False when the key was absent.")
+      .def("delitem", &TreeCore::delitem, "key"_a, "Deletes; KeyError when absent.")
+      .def("cursor", &TreeCore::cursor, "start"_a.none(), "stop"_a.none(), "reverse"_a, "mode"_a,
+           "A cursor over [start, stop); mode 0 keys, 1 values, 2 items.")
+      .def("count", &TreeCore::count, "start"_a.none(), "stop"_a.none(), "The number of keys in [start, stop).")
+      .def("edge", &TreeCore::edge, "last"_a, "The first or last (key, value), or None.")
+      .def("clear", &TreeCore::clear, "Deletes every key.")
+      .def("mark_dropped", &TreeCore::markDropped, "Makes later calls raise ClosedError.")
+      .def_prop_ro("dropped", &TreeCore::dropped, "True after mark_dropped().")
+      .def_prop_ro("name", &TreeCore::name, "The tree's name (bytes).");
+
+  nb::class_<DbCore>(m, "DbCore", "An open database; see vmstore.Database.")
+      .def("close", &DbCore::close, "Writes everything and closes; harmless when closed.")
+      .def_prop_ro("closed", &DbCore::closed, "True after close().")
+      .def("sync", &DbCore::sync, "Puts every write so far on stable storage.")
+      .def("tree", &DbCore::tree, "name"_a, "create"_a, "A new TreeCore, or None when missing.")
+      .def("drop_tree", &DbCore::dropTree, "name"_a, "Drops a tree; False when there is none.")
+      .def("trees", &DbCore::trees, "The tree names (bytes).")
+      .def("stats", &DbCore::stats, "The engine's counters.")
+      .def("check", &DbCore::check, "Verifies the database; CorruptionError with .problems on damage.")
+      .def_prop_ro("path", &DbCore::path, "The directory (as given to open).");
+}

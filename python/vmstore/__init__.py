@@ -1,0 +1,608 @@
+"""vmstore: an embeddable key-value storage engine for data far larger than memory.
+
+Open a database (a directory) with :func:`open`; it holds named trees, each an ordered
+mapping from ``bytes`` to ``bytes`` (:class:`Tree`, a
+:class:`collections.abc.MutableMapping`)::
+
+    import vmstore
+
+    with vmstore.open("/tmp/mydb", pool_size="256M") as db:
+        users = db.tree("users")
+        users[b"alice"] = b"admin"
+        for key, value in users.items(start=b"a", stop=b"b"):
+            print(key, value)
+
+Every engine call releases the GIL, so many threads may share one :class:`Database` and
+its trees. Errors are exceptions: :class:`Error` (an :class:`OSError`) and its subclasses,
+:class:`KeyError` for a missing key, :class:`TypeError` for a key or value that is not
+bytes-like.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, MutableMapping, ValuesView
+from typing import Any, Optional, Tuple, Union
+
+from . import _core
+
+__all__ = [
+    "open",
+    "Database",
+    "Tree",
+    "TreeKeysView",
+    "TreeValuesView",
+    "TreeItemsView",
+    "Error",
+    "InvalidArgumentError",
+    "ClosedError",
+    "TooBigError",
+    "StorageIOError",
+    "CorruptionError",
+    "NoSpaceError",
+    "NoMemoryError",
+    "BusyError",
+    "MAX_KEY_SIZE",
+    "MAX_VALUE_SIZE",
+    "MAX_TREE_NAME_SIZE",
+]
+
+__version__ = "0.1.0"
+
+#: Largest key in bytes; keys are 1 .. MAX_KEY_SIZE bytes.
+MAX_KEY_SIZE: int = _core.MAX_KEY_SIZE
+#: Largest value in bytes; values are 0 .. MAX_VALUE_SIZE bytes.
+MAX_VALUE_SIZE: int = _core.MAX_VALUE_SIZE
+#: Largest tree name in bytes (UTF-8).
+MAX_TREE_NAME_SIZE: int = _core.MAX_TREE_NAME_SIZE
+
+BytesLike = Union[bytes, bytearray, memoryview]
+
+# ---------------------------------------------------------------------------------------
+# Errors
+
+
+class Error(OSError):
+    """Base class of every error the engine reports.
+
+    An :class:`OSError`: ``errno`` is set where one fits (``EIO``, ``ENOSPC``, ``ENOMEM``,
+    ``EBUSY``, ``EINVAL``), else None; ``strerror`` and ``str()`` give the engine's message.
+    ``code`` is the engine's status code (the C API's ``VMS_E*`` constants).
+    """
+
+    code: Optional[int] = None
+
+    def __str__(self) -> str:
+        """The engine's message alone (OSError would prefix ``[Errno N]``)."""
+        if len(self.args) == 2 and self.strerror is not None:
+            return str(self.strerror)
+        return super().__str__()
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A bad argument: an empty key, a malformed or unknown config key, a tree name over
+    the limit, or opening a missing database with ``create=False``. Also a ValueError."""
+
+    code = -1
+
+
+class ClosedError(InvalidArgumentError):
+    """The database was closed, or the tree was dropped, before this call."""
+
+
+class TooBigError(Error, ValueError):
+    """A key or value larger than :data:`MAX_KEY_SIZE` / :data:`MAX_VALUE_SIZE`; nothing
+    was written. Also a ValueError."""
+
+    code = -5
+
+
+class StorageIOError(Error):
+    """The operating system reported an I/O error."""
+
+    code = -2
+
+
+class CorruptionError(Error):
+    """Stored data is damaged (checksum, format) or the database was not closed cleanly.
+
+    ``problems`` lists what :meth:`Database.check` found, one line per problem (empty
+    for corruption found elsewhere).
+    """
+
+    code = -3
+    problems: Tuple[str, ...] = ()
+
+
+class NoSpaceError(Error):
+    """The database reached ``max_size`` or the device is full."""
+
+    code = -4
+
+
+class NoMemoryError(Error):
+    """The buffer pool or the process ran out of memory."""
+
+    code = -6
+
+
+class BusyError(Error):
+    """The database is open elsewhere (in this process or another)."""
+
+    code = -7
+
+
+_core._set_error_types(
+    InvalidArgumentError,
+    StorageIOError,
+    CorruptionError,
+    NoSpaceError,
+    TooBigError,
+    NoMemoryError,
+    BusyError,
+    ClosedError,
+)
+
+# ---------------------------------------------------------------------------------------
+# Opening
+
+# Open databases, closed at interpreter exit so that everything written reaches storage.
+_open_databases: "weakref.WeakSet[Database]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for db in list(_open_databases):
+        try:
+            db.close()
+        except Error:
+            pass  # nothing to report to at exit; the next open finds the last checkpoint
+
+
+def _config_value(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        if "," in value or "=" in value:
+            raise ValueError(f"config value of {key!r} may not contain ',' or '=': {value!r}")
+        return value
+    raise TypeError(f"config value of {key!r} must be str, int or bool, not {type(value).__name__}")
+
+
+def open(  # noqa: A001 (the module's entry point, like dbm.open and lmdb.open)
+    path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
+    *,
+    pool_size: Union[str, int] = "1G",
+    create: bool = True,
+    **config: Union[str, int, bool],
+) -> "Database":
+    """Opens (by default creates) the database in directory ``path``.
+
+    ``pool_size`` is the buffer pool's memory budget: bytes as an int, or a string with a
+    K/M/G/T suffix (``"256M"``; at least 1M). With ``create=False`` a missing database is
+    an :class:`InvalidArgumentError`. Other keyword arguments are the C API's config keys
+    (today ``max_size``, the largest the data file may grow, default ``"1T"``); an unknown
+    key raises :class:`InvalidArgumentError` naming it.
+
+    Raises :class:`BusyError` when the database is open elsewhere and
+    :class:`CorruptionError` when its file is damaged or was not closed cleanly. The
+    returned :class:`Database` is a context manager that closes it on exit.
+    """
+    settings = {"pool_size": pool_size, "create": create, **config}
+    cfg = ",".join(f"{key}={_config_value(key, value)}" for key, value in settings.items())
+    core = _core.open(os.fsencode(path), cfg)
+    db = Database(core, os.fsdecode(path))
+    _open_databases.add(db)
+    return db
+
+
+def _tree_name(name: str) -> bytes:
+    if not isinstance(name, str):
+        raise TypeError(f"tree name must be str, not {type(name).__name__}")
+    return name.encode("utf-8", "surrogateescape")
+
+
+class Database:
+    """An open database: a directory holding named trees. Made by :func:`open`.
+
+    A context manager: ``with vmstore.open(path) as db:`` closes it on exit. Safe to
+    share between threads. After :meth:`close`, every call on it, its trees and their
+    iterators raises :class:`ClosedError`.
+    """
+
+    __slots__ = ("_core", "_path", "_trees", "_lock", "__weakref__")
+
+    def __init__(self, core: Any, path: str) -> None:
+        """Wraps an open core handle; use :func:`vmstore.open` instead."""
+        self._core = core
+        self._path = path
+        self._trees: dict = {}
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> str:
+        """The database directory, as given to :func:`open`."""
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return bool(self._core.closed)
+
+    def tree(self, name: str = "", create: bool = True) -> "Tree":
+        """The tree called ``name`` (``""`` is the default tree), created when missing
+        unless ``create`` is false; then a missing tree raises :class:`KeyError`. The same
+        name gives the same :class:`Tree` object until the tree is dropped."""
+        encoded = _tree_name(name)
+        with self._lock:
+            tree = self._trees.get(name)
+            if tree is not None:
+                if self._core.closed:
+                    raise ClosedError(None, f"database '{self._path}' is closed")
+                return tree
+            core = self._core.tree(encoded, bool(create))
+            if core is None:
+                raise KeyError(name)
+            tree = Tree(core, self, name)
+            self._trees[name] = tree
+            return tree
+
+    def trees(self) -> list:
+        """The names of the trees in the database, in byte order of their UTF-8 form."""
+        return [n.decode("utf-8", "surrogateescape") for n in self._core.trees()]
+
+    def drop_tree(self, name: str) -> None:
+        """Removes the tree and frees its pages; :class:`KeyError` when there is none.
+        Its :class:`Tree` object (and iterators over it) raise :class:`ClosedError` from
+        then on; ``tree(name)`` afterwards creates a new, empty tree."""
+        encoded = _tree_name(name)
+        with self._lock:
+            if not self._core.drop_tree(encoded):
+                raise KeyError(name)
+            tree = self._trees.pop(name, None)
+            if tree is not None:
+                tree._core.mark_dropped()
+
+    def sync(self) -> None:
+        """Puts every write so far on stable storage."""
+        self._core.sync()
+
+    def close(self) -> None:
+        """Writes everything, syncs and releases the directory lock. Waits for calls in
+        flight on other threads; harmless when already closed."""
+        try:
+            self._core.close()
+        finally:
+            _open_databases.discard(self)
+
+    def stats(self) -> dict:
+        """The engine's counters as a dict of ints: ``hits``, ``misses``, ``evictions``,
+        ``pages_written``, ``restarts``, ``release_calls`` (events since open), and
+        ``pool_pages``, ``resident_pages``, ``page_count``, ``free_pages``,
+        ``file_bytes``, ``trees`` (state now)."""
+        return self._core.stats()
+
+    def check(self) -> None:
+        """Verifies every tree and the free-space list (checksums, key order, fences,
+        each page used once or free). Returns None when sound; raises
+        :class:`CorruptionError` whose ``problems`` lists the damage otherwise."""
+        self._core.check()
+
+    def __enter__(self) -> "Database":
+        """Returns the database itself."""
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        """Closes the database."""
+        self.close()
+
+    def __repr__(self) -> str:
+        """``<vmstore.Database '/path' open>``."""
+        state = "closed" if self.closed else "open"
+        return f"<vmstore.Database {self._path!r} {state}>"
+
+
+# ---------------------------------------------------------------------------------------
+# Trees and their views
+
+_KEYS, _VALUES, _ITEMS = 0, 1, 2
+
+
+def _bound(value: Optional[BytesLike], what: str) -> Optional[bytes]:
+    if value is None or isinstance(value, bytes):
+        return value
+    try:
+        return bytes(memoryview(value))
+    except TypeError:
+        raise TypeError(f"{what} must be bytes, bytearray or memoryview, not {type(value).__name__}") from None
+
+
+def _scan(core: Any, start: Optional[bytes], stop: Optional[bytes], reverse: bool, mode: int) -> Iterator[Any]:
+    # Batches grow from 16 to 1024 entries: a loop that stops early reads little, a long
+    # scan pays the GIL release once per 1024 entries.
+    cursor = core.cursor(start, stop, reverse, mode)
+    n = 16
+    while True:
+        batch = cursor.next(n)
+        yield from batch
+        if len(batch) < n:
+            return
+        if n < 1024:
+            n *= 4
+
+
+class Tree(MutableMapping):
+    """A named tree: an ordered mapping from ``bytes`` to ``bytes``. Made by
+    :meth:`Database.tree`.
+
+    A :class:`collections.abc.MutableMapping`: ``t[k]``, ``t[k] = v``, ``del t[k]``,
+    ``k in t``, ``len(t)``, ``get``, ``pop``, ``popitem``, ``setdefault``, ``update``,
+    ``clear``, ``==``. Keys and values may be ``bytes``, ``bytearray`` or ``memoryview``
+    (any contiguous buffer); they come back as ``bytes``. Iteration is in key order
+    (unsigned bytes; a proper prefix first). Keys are 1 .. :data:`MAX_KEY_SIZE` bytes,
+    values 0 .. :data:`MAX_VALUE_SIZE` bytes.
+
+    ``len(t)`` counts the keys (a scan, without the GIL). Iterating while the tree
+    changes is allowed: an iterator reads one leaf at a time and never returns a key
+    twice or out of order, but may or may not see changes made after it started.
+    """
+
+    __slots__ = ("_core", "_db", "_name", "__weakref__")
+
+    def __init__(self, core: Any, db: Database, name: str) -> None:
+        """Wraps a core tree handle; use :meth:`Database.tree` instead."""
+        self._core = core
+        self._db = db
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The tree's name (``""`` for the default tree)."""
+        return self._name
+
+    @property
+    def database(self) -> Database:
+        """The database that holds this tree."""
+        return self._db
+
+    # The mapping protocol ------------------------------------------------------------
+
+    def __getitem__(self, key: BytesLike) -> bytes:
+        """The value of ``key``; :class:`KeyError` when absent."""
+        return self._core.getitem(key)
+
+    def __setitem__(self, key: BytesLike, value: BytesLike) -> None:
+        """Inserts or replaces. :class:`TooBigError` (a ValueError) for a key or value
+        over the limit, :class:`InvalidArgumentError` for the empty key."""
+        self._core.setitem(key, value)
+
+    def __delitem__(self, key: BytesLike) -> None:
+        """Deletes ``key``; :class:`KeyError` when absent."""
+        self._core.delitem(key)
+
+    def __contains__(self, key: object) -> bool:
+        """True when ``key`` is present (the value is not copied)."""
+        return self._core.contains(key)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The keys in ascending order."""
+        return _scan(self._core, None, None, False, _KEYS)
+
+    def __reversed__(self) -> Iterator[bytes]:
+        """The keys in descending order."""
+        return _scan(self._core, None, None, True, _KEYS)
+
+    def __len__(self) -> int:
+        """The number of keys (counted by a scan, without the GIL)."""
+        return self._core.count(None, None)
+
+    def __bool__(self) -> bool:
+        """True when the tree holds a key (reads one entry, not the whole tree)."""
+        return self._core.edge(False) is not None
+
+    def get(self, key: BytesLike, default: Any = None) -> Any:
+        """The value of ``key``, or ``default`` when absent."""
+        return self._core.get(key, default)
+
+    def popitem(self) -> Tuple[bytes, bytes]:
+        """Removes and returns the (key, value) with the largest key (the end of the
+        iteration order, like ``dict.popitem``); :class:`KeyError` when empty."""
+        while True:
+            item = self._core.edge(True)
+            if item is None:
+                raise KeyError("popitem(): tree is empty")
+            if self._core.remove(item[0]):
+                return item
+            # Another thread deleted it first: take the next one.
+
+    def clear(self) -> None:
+        """Deletes every key (in chunks, without the GIL)."""
+        self._core.clear()
+
+    # Ordered access ------------------------------------------------------------------
+
+    def keys(
+        self, *, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
+    ) -> "TreeKeysView":
+        """A view of the keys in ``[start, stop)``, ascending (descending with
+        ``reverse=True``); lazy. Without arguments it behaves as ``dict.keys()``: len,
+        ``in``, iteration, ``reversed``, set operations."""
+        return TreeKeysView(self, start, stop, reverse)
+
+    def values(
+        self, *, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
+    ) -> "TreeValuesView":
+        """A view of the values of the keys in ``[start, stop)``, in key order
+        (descending with ``reverse=True``); lazy, like ``dict.values()``."""
+        return TreeValuesView(self, start, stop, reverse)
+
+    def items(
+        self, *, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
+    ) -> "TreeItemsView":
+        """A view of the (key, value) pairs with keys in ``[start, stop)``, in key order
+        (descending with ``reverse=True``); lazy. Without arguments it behaves as
+        ``dict.items()``: len, ``in``, iteration, ``reversed``, set operations."""
+        return TreeItemsView(self, start, stop, reverse)
+
+    def first(self) -> Optional[Tuple[bytes, bytes]]:
+        """The (key, value) with the smallest key, or None when the tree is empty."""
+        return self._core.edge(False)
+
+    def last(self) -> Optional[Tuple[bytes, bytes]]:
+        """The (key, value) with the largest key, or None when the tree is empty."""
+        return self._core.edge(True)
+
+    def __repr__(self) -> str:
+        """``<vmstore.Tree 'name' in '/path'>`` (the contents are not read)."""
+        return f"<vmstore.Tree {self._name!r} in {self._db.path!r}>"
+
+    # A tree is a live view of storage, not a value: no hashing (Mapping sets __hash__
+    # to None through __eq__), no pickling.
+    def __reduce__(self) -> Any:
+        """Trees cannot be pickled: they are handles to an open database."""
+        raise TypeError("cannot pickle a vmstore.Tree; pickle dict(tree) instead")
+
+
+class _RangeView:
+    """What the three views share: the tree, the bounds and the direction."""
+
+    __slots__ = ()
+    _mapping: Tree
+    _start: Optional[bytes]
+    _stop: Optional[bytes]
+    _reverse: bool
+
+    def _setup(self, tree: Tree, start: Optional[BytesLike], stop: Optional[BytesLike], reverse: bool) -> None:
+        self._mapping = tree
+        self._start = _bound(start, "start")
+        self._stop = _bound(stop, "stop")
+        self._reverse = bool(reverse)
+
+    def _iter(self, mode: int, reverse: bool) -> Iterator[Any]:
+        return _scan(self._mapping._core, self._start, self._stop, reverse, mode)
+
+    def _in_range(self, key: bytes) -> bool:
+        return (self._start is None or key >= self._start) and (self._stop is None or key < self._stop)
+
+    def _key_in_range(self, key: Any) -> Optional[bytes]:
+        """key as bytes when it lies in the range (TypeError when not bytes-like)."""
+        k = _bound(key, "key")
+        if k is None or not self._in_range(k):
+            return None
+        return k
+
+    def __len__(self) -> int:
+        """The number of entries in the range (a scan, without the GIL)."""
+        return self._mapping._core.count(self._start, self._stop)
+
+    def _describe(self) -> str:
+        parts = [repr(self._mapping)]
+        if self._start is not None:
+            parts.append(f"start={self._start!r}")
+        if self._stop is not None:
+            parts.append(f"stop={self._stop!r}")
+        if self._reverse:
+            parts.append("reverse=True")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+class TreeKeysView(_RangeView, KeysView):
+    """The keys of a :class:`Tree` in a range: see :meth:`Tree.keys`. A
+    :class:`collections.abc.KeysView` (set operations return ``set``)."""
+
+    __slots__ = ("_start", "_stop", "_reverse")
+
+    def __init__(
+        self, tree: Tree, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
+    ) -> None:
+        """The keys of ``tree`` in ``[start, stop)``; use :meth:`Tree.keys`."""
+        self._setup(tree, start, stop, reverse)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The keys in the view's order."""
+        return self._iter(_KEYS, self._reverse)
+
+    def __reversed__(self) -> Iterator[bytes]:
+        """The keys in the opposite order."""
+        return self._iter(_KEYS, not self._reverse)
+
+    def __contains__(self, key: object) -> bool:
+        """True when ``key`` lies in the range and is present."""
+        k = self._key_in_range(key)
+        return k is not None and self._mapping._core.contains(k)
+
+    def __repr__(self) -> str:
+        """The view's tree and bounds (the contents are not read)."""
+        return self._describe()
+
+
+class TreeValuesView(_RangeView, ValuesView):
+    """The values of a :class:`Tree` in a key range: see :meth:`Tree.values`."""
+
+    __slots__ = ("_start", "_stop", "_reverse")
+
+    def __init__(
+        self, tree: Tree, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
+    ) -> None:
+        """The values of ``tree`` for keys in ``[start, stop)``; use :meth:`Tree.values`."""
+        self._setup(tree, start, stop, reverse)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The values in the view's key order."""
+        return self._iter(_VALUES, self._reverse)
+
+    def __reversed__(self) -> Iterator[bytes]:
+        """The values in the opposite order."""
+        return self._iter(_VALUES, not self._reverse)
+
+    def __contains__(self, value: object) -> bool:
+        """True when some key in the range has this value (a scan)."""
+        return any(v == value for v in self)
+
+    def __repr__(self) -> str:
+        """The view's tree and bounds (the contents are not read)."""
+        return self._describe()
+
+
+class TreeItemsView(_RangeView, ItemsView):
+    """The (key, value) pairs of a :class:`Tree` in a key range: see :meth:`Tree.items`.
+    A :class:`collections.abc.ItemsView` (set operations return ``set``)."""
+
+    __slots__ = ("_start", "_stop", "_reverse")
+
+    def __init__(
+        self, tree: Tree, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
+    ) -> None:
+        """The pairs of ``tree`` with keys in ``[start, stop)``; use :meth:`Tree.items`."""
+        self._setup(tree, start, stop, reverse)
+
+    def __iter__(self) -> Iterator[Tuple[bytes, bytes]]:
+        """The (key, value) pairs in the view's order."""
+        return self._iter(_ITEMS, self._reverse)
+
+    def __reversed__(self) -> Iterator[Tuple[bytes, bytes]]:
+        """The pairs in the opposite order."""
+        return self._iter(_ITEMS, not self._reverse)
+
+    def __contains__(self, item: object) -> bool:
+        """True when ``item`` is a (key, value) pair of the range."""
+        if not isinstance(item, tuple) or len(item) != 2:
+            return False
+        key, value = item
+        k = self._key_in_range(key)
+        if k is None:
+            return False
+        stored = self._mapping._core.get(k, None)
+        return stored is not None and stored == value
+
+    def __repr__(self) -> str:
+        """The view's tree and bounds (the contents are not read)."""
+        return self._describe()
+
+
+from . import dbm  # noqa: E402  (vmstore.dbm uses the names above)
