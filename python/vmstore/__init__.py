@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import weakref
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, MutableMapping, ValuesView
@@ -158,8 +159,9 @@ def _close_all() -> None:
     for db in list(_open_databases):
         try:
             db.close()
-        except Error:
-            pass  # nothing to report to at exit; the next open finds the last checkpoint
+        except Error as e:
+            # Nobody is left to raise to; say so, as the data may not all be on storage.
+            sys.stderr.write(f"vmstore: closing {db.path!r} at exit failed: {e}\n")
 
 
 def _config_value(key: str, value: Any) -> str:
