@@ -473,7 +473,6 @@ class Tree(MutableMapping):
 class _RangeView:
     """What the three views share: the tree, the bounds and the direction."""
 
-    __slots__ = ()
     _mapping: Tree
     _start: Optional[bytes]
     _stop: Optional[bytes]
@@ -517,8 +516,6 @@ class TreeKeysView(_RangeView, KeysView):
     """The keys of a :class:`Tree` in a range: see :meth:`Tree.keys`. A
     :class:`collections.abc.KeysView` (set operations return ``set``)."""
 
-    __slots__ = ("_start", "_stop", "_reverse")
-
     def __init__(
         self, tree: Tree, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
     ) -> None:
@@ -546,8 +543,6 @@ class TreeKeysView(_RangeView, KeysView):
 class TreeValuesView(_RangeView, ValuesView):
     """The values of a :class:`Tree` in a key range: see :meth:`Tree.values`."""
 
-    __slots__ = ("_start", "_stop", "_reverse")
-
     def __init__(
         self, tree: Tree, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False
     ) -> None:
@@ -574,8 +569,6 @@ class TreeValuesView(_RangeView, ValuesView):
 class TreeItemsView(_RangeView, ItemsView):
     """The (key, value) pairs of a :class:`Tree` in a key range: see :meth:`Tree.items`.
     A :class:`collections.abc.ItemsView` (set operations return ``set``)."""
-
-    __slots__ = ("_start", "_stop", "_reverse")
 
     def __init__(
         self, tree: Tree, start: Optional[BytesLike] = None, stop: Optional[BytesLike] = None, reverse: bool = False

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type
 
 import vmstore
 
@@ -102,7 +102,7 @@ class _Lmdb(_Engine):
         with self.env.begin() as txn:
             get = txn.get
             for k in keys:
-                n += len(get(k))
+                n += len(get(k))  # type: ignore[arg-type]  # every key is there
         return n
 
     def close(self) -> None:
@@ -118,7 +118,7 @@ class _Rocksdict(_Engine):
 
         self.db = rocksdict.Rdict(path, options=rocksdict.Options(raw_mode=True))
         write = rocksdict.WriteOptions()
-        write.disable_wal = True
+        write.disable_wal = True  # type: ignore[method-assign, assignment]  # a property; its stub says method
         self.db.set_write_options(write)
 
     def put_all(self, keys: Sequence[bytes], value: bytes) -> None:
@@ -130,7 +130,7 @@ class _Rocksdict(_Engine):
         db = self.db
         n = 0
         for k in keys:
-            n += len(db[k])
+            n += len(db[k])  # type: ignore[arg-type]  # raw mode: bytes
         return n
 
     def close(self) -> None:
@@ -138,7 +138,7 @@ class _Rocksdict(_Engine):
 
 
 #: The engines by name, in the order they run.
-ENGINES: Dict[str, Callable[[], _Engine]] = {"vmstore": _Vmstore, "lmdb": _Lmdb, "rocksdict": _Rocksdict}
+ENGINES: Dict[str, Type[_Engine]] = {"vmstore": _Vmstore, "lmdb": _Lmdb, "rocksdict": _Rocksdict}
 
 
 def _timed(fn: Callable[[], Any]) -> float:
