@@ -192,7 +192,7 @@ Status DatabaseImpl::recoverAndLoad() {
     catalog_ = std::make_unique<BTree>(*bm_, sb.catalogRoot);
     sb_ = sb;
     uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
-    journal_.begin(epoch);
+    journal_.begin(epoch, sb.pageCount);
     bm_->setEpoch(epoch);
     bm_->setStore(&journal_);
     return Status::OK();
@@ -271,7 +271,7 @@ Status DatabaseImpl::checkpointLocked() {
     }
     sb_ = s;
     changed_.store(false, std::memory_order_release);
-    journal_.begin(epoch + 1);
+    journal_.begin(epoch + 1, s.pageCount);
     bm_->setEpoch(epoch + 1);
     st = journal_.backfill();
     if (!st.ok()) poison(st);  // committed: the next open completes the copy
@@ -350,7 +350,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
       Status w = writable();
       if (!w.ok()) return w;
       std::shared_lock gate(writeGate_);
-      changed_.store(true, std::memory_order_release);
+      markChanged();
       root = BTree::create(*bm_);
       try {
         catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
@@ -382,7 +382,7 @@ Status DatabaseImpl::dropTree(std::string_view name) {
     auto it = trees_.find(name);
     std::unique_ptr<TreeImpl> temp;
     TreeImpl* impl = it != trees_.end() ? it->second.get() : (temp = std::make_unique<TreeImpl>(this, std::string(name), root)).get();
-    changed_.store(true, std::memory_order_release);
+    markChanged();
     // Everything that may fail (reading the tree's pages, changing the catalog) comes
     // before anything that cannot be undone: a failed drop changes nothing.
     std::vector<uint64_t> pages;
@@ -495,7 +495,7 @@ Status DatabaseImpl::write(Fn&& change) {
   if (!st.ok()) return st;
   {
     std::shared_lock gate(writeGate_);
-    changed_.store(true, std::memory_order_release);
+    markChanged();
     st = guarded(change);
   }
   if (st.ok() && journal_.bytes() > kAutoCheckpointBytes) sync();

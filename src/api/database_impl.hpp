@@ -80,6 +80,10 @@ class DatabaseImpl {
   Status checkpointLocked();               // writeGate_ held exclusively
   Status writable();                       // OK, or why writes are refused
   Status notPoisoned();                    // OK unless a failed sync made it read-only
+  // A write is about to change something (a load first: no shared line written per put).
+  void markChanged() {
+    if (!changed_.load(std::memory_order_relaxed)) changed_.store(true, std::memory_order_release);
+  }
   // A put or delete: gate, writability, writer gate, exceptions, auto-checkpoint.
   template <class Fn>
   Status write(Fn&& change);

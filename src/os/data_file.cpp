@@ -263,6 +263,11 @@ Status DataFile::truncate(uint64_t pages) const {
   return Status::OK();
 }
 
+Status DataFile::allocate(uint64_t pages) const {
+  if (io().fallocate(fd_, path_, pages * kPageSize) != 0) return ioStatus("allocation in " + path_, errno);
+  return Status::OK();
+}
+
 uint64_t DataFile::sizeBytes() const {
   struct stat st;
   if (fstat(fd_, &st) != 0) return 0;

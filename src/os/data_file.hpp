@@ -68,6 +68,8 @@ class DataFile {
   bool batchedWrites() const { return ring_ != nullptr; }
   Status sync() const;  // fdatasync
   Status truncate(uint64_t pages) const;
+  // Allocates the first `pages` pages on the device (the file grows to at least that).
+  Status allocate(uint64_t pages) const;
   void close();
   uint64_t sizeBytes() const;
   bool directIo() const { return direct_; }

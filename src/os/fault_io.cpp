@@ -92,6 +92,12 @@ int FaultIo::ftruncate(int fd, const std::string& path, uint64_t size) {
   return Io::ftruncate(fd, path, size);
 }
 
+int FaultIo::fallocate(int fd, const std::string& path, uint64_t size) {
+  if (shouldFail(Op::kWrite, path)) return -1;
+  if (wouldExceedSpace(fd, size)) return -1;
+  return Io::fallocate(fd, path, size);
+}
+
 int FaultIo::rename(const std::string& from, const std::string& to) {
   if (shouldFail(Op::kRename, to)) return -1;
   return Io::rename(from, to);

@@ -44,6 +44,7 @@ class FaultIo : public Io {
   ssize_t pwrite(int fd, const std::string& path, const void* buf, size_t n, uint64_t off) override;
   int fdatasync(int fd, const std::string& path) override;
   int ftruncate(int fd, const std::string& path, uint64_t size) override;
+  int fallocate(int fd, const std::string& path, uint64_t size) override;
   int rename(const std::string& from, const std::string& to) override;
   int syncDir(const std::string& dir) override;
   bool usesKernelOnly() const override { return false; }

@@ -19,6 +19,9 @@ ssize_t Io::pwrite(int fd, const std::string&, const void* buf, size_t n, uint64
 }
 int Io::fdatasync(int fd, const std::string&) { return ::fdatasync(fd); }
 int Io::ftruncate(int fd, const std::string&, uint64_t size) { return ::ftruncate(fd, static_cast<off_t>(size)); }
+int Io::fallocate(int fd, const std::string&, uint64_t size) {
+  return ::fallocate(fd, 0, 0, static_cast<off_t>(size));
+}
 int Io::rename(const std::string& from, const std::string& to) { return ::rename(from.c_str(), to.c_str()); }
 int Io::unlink(const std::string& path) { return ::unlink(path.c_str()); }
 int Io::syncDir(const std::string& dir) {

@@ -30,6 +30,8 @@ class Io {
   virtual ssize_t pwrite(int fd, const std::string& path, const void* buf, size_t n, uint64_t off);
   virtual int fdatasync(int fd, const std::string& path);
   virtual int ftruncate(int fd, const std::string& path, uint64_t size);
+  // Allocates [0, size) on the device, growing the file's size to at least size.
+  virtual int fallocate(int fd, const std::string& path, uint64_t size);
   virtual int rename(const std::string& from, const std::string& to);
   virtual int unlink(const std::string& path);
   // fsync of a directory (after creating, renaming or removing a file in it).

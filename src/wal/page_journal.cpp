@@ -33,6 +33,7 @@ Status PageJournal::open(const std::string& dir, DataFile* data, bool direct) {
     return Status::IOError("cannot sync directory " + dir + " after creating " + kFileName);
   }
   slots_.store(file_.sizeBytes() / kPageSize, std::memory_order_release);
+  allocated_ = file_.sizeBytes() / kPageSize;
   return Status::OK();
 }
 
@@ -45,11 +46,13 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
   std::vector<std::pair<uint64_t, uint64_t>> frames;  // (pid, slot) before the last commit
   std::vector<std::pair<uint64_t, uint64_t>> pending;
   uint64_t commit = ~0ull;
+  bool any = false;  // a frame of this interval exists
   for (uint64_t slot = 0; slot < slots; slot++) {
     Status s = file_.readPage(slot, buf.get());
     if (!s.ok()) return s;
     if (epoch == 0 && slot == 0) epoch = buf->header.epoch;  // superblock lost: trust the journal
     if (!frameValid(buf.get(), epoch)) break;                // torn or stale tail
+    any = true;
     if (isCommitFrame(buf.get())) {
       frames.insert(frames.end(), pending.begin(), pending.end());
       pending.clear();
@@ -59,7 +62,13 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
       pending.emplace_back(buf->header.pid, slot);
     }
   }
-  if (commit == ~0ull) return slots == 0 ? Status::OK() : truncateAll();
+  if (commit == ~0ull) {
+    // An interval that never committed: drop its frames, so that the next interval (the
+    // same epoch) cannot meet them. A journal with none (recycled, or empty) stays.
+    if (any) return truncateAll();
+    slots_.store(0, std::memory_order_release);
+    return Status::OK();
+  }
   {
     std::unique_lock g(indexMutex_);
     index_.clear();
@@ -90,10 +99,26 @@ Status PageJournal::readPage(uint64_t pid, Page* buf) {
   return data_->readPage(pid, buf);
 }
 
-Status PageJournal::writePages(std::span<const PageWrite> writes) {
-  if (writes.empty()) return Status::OK();
+Status PageJournal::writePages(std::span<const PageWrite> all) {
+  if (all.empty()) return Status::OK();
   std::lock_guard g(appendMutex_);
+  std::vector<PageWrite> direct;
+  std::vector<PageWrite> journaled;
+  for (const PageWrite& w : all) (w.pid >= directFrom_ ? direct : journaled).push_back(w);
+  if (!direct.empty()) {
+    Status s = data_->writeBatch(direct);
+    if (!s.ok()) return s;
+    directWritten_ = true;
+  }
+  std::span<const PageWrite> writes(journaled);
+  if (writes.empty()) return Status::OK();
   uint64_t start = slots_.load(std::memory_order_relaxed);
+  if (start + writes.size() > allocated_) {
+    // Appends that extend an O_DIRECT file are serialized by the file system; writes
+    // into allocated space are not. Allocate ahead, doubling (at least 16 MiB).
+    uint64_t target = std::max<uint64_t>(start + writes.size(), std::max<uint64_t>(2 * allocated_, 4096));
+    if (file_.allocate(target).ok()) allocated_ = target;
+  }
   std::vector<PageWrite> frames;
   frames.reserve(writes.size());
   for (size_t i = 0; i < writes.size(); i++) frames.push_back({start + i, writes[i].buf});
@@ -111,6 +136,15 @@ Status PageJournal::writePages(std::span<const PageWrite> writes) {
 Status PageJournal::commit(const Page* superblock) {
   std::lock_guard g(appendMutex_);
   syncFailed_ = false;
+  if (directWritten_) {
+    // Pages written in place must be durable before the commit that counts them.
+    Status s = data_->sync();
+    if (!s.ok()) {
+      syncFailed_ = true;
+      return s;
+    }
+    directWritten_ = false;
+  }
   uint64_t slot = slots_.load(std::memory_order_relaxed);
   Status s = file_.writePage(slot, superblock);
   if (!s.ok()) return s;
@@ -170,7 +204,13 @@ Status PageJournal::backfill() {
     syncFailed_ = true;  // the data file's state is unknown; the journal still holds it
     return s;
   }
-  return truncateAll();
+  // Recycle the journal: the next interval's frames overwrite it from slot 0. What
+  // remains of this interval's frames has an older epoch, which recovery never accepts.
+  std::unique_lock ig(indexMutex_);
+  index_.clear();
+  indexed_.store(0, std::memory_order_release);
+  slots_.store(0, std::memory_order_release);
+  return Status::OK();
 }
 
 Status PageJournal::truncateAll() {
@@ -184,6 +224,7 @@ Status PageJournal::truncateAll() {
     return s;
   }
   slots_.store(0, std::memory_order_release);
+  allocated_ = 0;
   return Status::OK();
 }
 

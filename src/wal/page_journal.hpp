@@ -2,14 +2,19 @@
 // journal, like SQLite's WAL at page granularity).
 //
 // Contract
-// - The data file is written only by backfill(), never in place between checkpoints:
-//   every page the buffer manager writes back in checkpoint interval `epoch` is appended
-//   to DIR/journal.vms as a frame (the sealed page itself, its header naming its pid and
-//   epoch), and a miss of such a page reads its newest frame (readPage).
+// - No page of the last checkpoint is overwritten between checkpoints: every such page
+//   the buffer manager writes back in checkpoint interval `epoch` is appended to
+//   DIR/journal.vms as a frame (the sealed page itself, its header naming its pid and
+//   epoch), and a miss of such a page reads its newest frame (readPage). Pages beyond the
+//   last checkpoint's end are written in place: the checkpoint does not contain them.
 // - A checkpoint appends every remaining dirty page and the new free list, then commit()
 //   appends the new superblock as the commit frame and syncs the journal: that sync is
 //   the checkpoint's commit point. backfill() then copies the newest frame of every page
-//   and the superblock into the data file, syncs it, and empties the journal.
+//   and the superblock into the data file, syncs it, and recycles the journal (the next
+//   interval overwrites it from the start; its stale frames carry an older epoch).
+// - Space for frames is allocated ahead (fallocate, doubling), since appends that extend
+//   an O_DIRECT file are serialized by the file system. recover() truncates a journal it
+//   discards, so an interval that never committed leaves no frames of its epoch behind.
 // - recover(): on open, a journal whose frames up to a commit frame of the expected epoch
 //   are intact is backfilled (the interrupted checkpoint completes); anything else in it
 //   (frames of an interval that never committed, a torn tail) is discarded. So a crash,
@@ -42,8 +47,14 @@ class PageJournal : public PageStore {
   Status open(const std::string& dir, DataFile* data, bool direct);
   void close();
 
-  // The interval whose frames are appended from now on.
-  void begin(uint32_t epoch) { epoch_ = epoch; }
+  // The interval whose frames are appended from now on. Pages from `directFrom` on are
+  // not part of the last checkpoint (the file grew since): they are written in place,
+  // and commit() syncs the data file before its commit frame.
+  void begin(uint32_t epoch, uint64_t directFrom) {
+    std::lock_guard g(appendMutex_);
+    epoch_ = epoch;
+    directFrom_ = directFrom;
+  }
   uint32_t epoch() const { return epoch_; }
 
   // On open: completes a committed checkpoint of `epoch` found in the journal (its
@@ -78,6 +89,9 @@ class PageJournal : public PageStore {
   std::unordered_map<uint64_t, uint64_t> index_;  // pid -> slot of its newest frame
   std::atomic<uint64_t> indexed_{0};        // index_.size(), for the lock-free miss path
   bool syncFailed_ = false;
+  uint64_t allocated_ = 0;  // pages allocated on the device (appends stay inside)
+  uint64_t directFrom_ = ~0ull;  // pages at or above it are written in place
+  bool directWritten_ = false;   // since the last commit
 };
 
 }  // namespace vmstore::internal

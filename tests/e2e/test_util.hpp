@@ -114,9 +114,11 @@ inline bool looksLikeLockFile(const fs::path& p) {
   return n.find("lock") != std::string::npos;
 }
 
-// The data file of the database in `dir`: the largest regular file whose name does not
-// say "lock". Empty path when there is none.
+// The data file of the database in `dir`: data.vms (docs/DESIGN.md), else the largest
+// regular file whose name does not say "lock". Empty path when there is none.
 inline fs::path dataFile(const std::string& dir) {
+  std::error_code nec;
+  if (fs::is_regular_file(fs::path(dir) / "data.vms", nec)) return fs::path(dir) / "data.vms";
   fs::path best;
   uintmax_t best_size = 0;
   bool have = false;
