@@ -42,6 +42,7 @@ extern "C" {
 typedef struct vms_db vms_db;
 typedef struct vms_tree vms_tree;
 typedef struct vms_iter vms_iter;
+typedef struct vms_batch vms_batch;
 
 enum {
   VMS_OK = 0,
@@ -101,6 +102,28 @@ int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it);
 /* VMS_OK with pointers valid until the next call on this iterator; VMS_NOTFOUND at end. */
 int vms_iter_next(vms_iter* it, const void** key, size_t* klen, const void** val, size_t* vlen);
 void vms_iter_close(vms_iter* it);
+
+/* Batches: puts and deletes applied together by vms_write, all or nothing.
+ * - vms_batch_put/vms_batch_delete check the key and value when adding (VMS_EINVAL for
+ *   the empty key or a NULL pointer, VMS_ETOOBIG beyond the limits); nothing is stored
+ *   until vms_write. A batch may span trees of one database.
+ * - vms_write applies the operations in order; deleting an absent key is not an error.
+ *   A tree of another database: VMS_EINVAL, nothing written. A dropped tree:
+ *   VMS_NOTFOUND, nothing stays. A storage error part-way: the operations before it are
+ *   undone, the error returned (if the undo fails too, the database turns read-only
+ *   until reopened, and the reopened database holds none of the batch).
+ * - After a crash a batch is wholly present or wholly absent: no checkpoint (vms_sync,
+ *   vms_close) falls inside one.
+ * - While vms_write runs, other writers of the database wait; readers are not blocked
+ *   and may see some of the batch's changes before others.
+ * - A batch belongs to one thread; reuse it after vms_batch_clear; the trees it names
+ *   must stay open until it is written or cleared. */
+int vms_batch_new(vms_batch** b);
+int vms_batch_put(vms_batch* b, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);
+int vms_batch_delete(vms_batch* b, vms_tree* t, const void* key, size_t klen);
+int vms_batch_clear(vms_batch* b);
+int vms_write(vms_db* db, vms_batch* b);
+void vms_batch_free(vms_batch* b);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@
 #include "vmstore/limits.hpp"
 #include "vmstore/options.hpp"
 #include "vmstore/stats.hpp"
+#include "vmstore/write_batch.hpp"
 #include "vmstore/status.hpp"
 
 namespace vmstore {
@@ -60,6 +61,7 @@ class Tree {
  private:
   friend class internal::TreeImpl;
   friend class Iterator;
+  friend class Database;
   explicit Tree(internal::TreeImpl* impl) : impl_(impl) {}
   internal::TreeImpl* impl_;
 };
@@ -107,6 +109,8 @@ class Database {
   Status close();
   // All writes so far are on stable storage when this returns OK.
   Status sync();
+  // Applies the batch all or nothing (vmstore/write_batch.hpp states the contract).
+  Status write(const WriteBatch& batch);
 
   // With create=false a missing tree is NotFound. The same name gives the same Tree.
   Status openTree(std::string_view name, bool create, Tree** tree);

@@ -6,3 +6,4 @@
 #include "vmstore/options.hpp"
 #include "vmstore/stats.hpp"
 #include "vmstore/status.hpp"
+#include "vmstore/write_batch.hpp"

@@ -17,6 +17,10 @@ struct vms_db {
   std::unique_ptr<Database> db;
 };
 
+struct vms_batch {
+  vmstore::WriteBatch batch;
+};
+
 struct vms_iter {
   vmstore::Iterator it;
   bool started = false;
@@ -178,5 +182,37 @@ int vms_iter_next(vms_iter* it, const void** key, size_t* klen, const void** val
 }
 
 void vms_iter_close(vms_iter* it) { delete it; }
+
+int vms_batch_new(vms_batch** b) {
+  if (b == nullptr) return invalid("vms_batch_new: b is NULL");
+  return noThrow([&] {
+    *b = new vms_batch();
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+int vms_batch_put(vms_batch* b, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen) {
+  if (b == nullptr || t == nullptr || key == nullptr) return invalid("vms_batch_put: batch, tree or key is NULL");
+  if (val == nullptr && vlen > 0) return invalid("vms_batch_put: val is NULL");
+  return noThrow([&] { return report(b->batch.put(asTree(t), bytes(key, klen), val ? bytes(val, vlen) : std::string_view())); });
+}
+
+int vms_batch_delete(vms_batch* b, vms_tree* t, const void* key, size_t klen) {
+  if (b == nullptr || t == nullptr || key == nullptr) return invalid("vms_batch_delete: batch, tree or key is NULL");
+  return noThrow([&] { return report(b->batch.del(asTree(t), bytes(key, klen))); });
+}
+
+int vms_batch_clear(vms_batch* b) {
+  if (b == nullptr) return invalid("vms_batch_clear: batch is NULL");
+  b->batch.clear();
+  return VMS_OK;
+}
+
+int vms_write(vms_db* db, vms_batch* b) {
+  if (db == nullptr || b == nullptr) return invalid("vms_write: db or batch is NULL");
+  return noThrow([&] { return report(db->db->write(b->batch)); });
+}
+
+void vms_batch_free(vms_batch* b) { delete b; }
 
 }  // extern "C"

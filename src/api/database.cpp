@@ -31,6 +31,18 @@ Status Database::sync() {
   if (impl_->closed()) return Status::InvalidArgument("database is closed");
   return impl_->sync();
 }
+Status Database::write(const WriteBatch& batch) {
+  std::vector<internal::TreeImpl*> trees;
+  trees.reserve(batch.count());
+  for (const WriteBatch::Op& op : batch.ops()) {
+    if (op.tree->impl_->db != impl_.get()) {
+      return Status::InvalidArgument("the batch holds a tree of another database; nothing was written");
+    }
+    trees.push_back(op.tree->impl_);
+  }
+  return impl_->write(batch, trees);
+}
+
 Status Database::openTree(std::string_view name, bool create, Tree** tree) {
   if (tree == nullptr) return Status::InvalidArgument("tree output pointer is null");
   if (impl_->closed()) return Status::InvalidArgument("database is closed");

@@ -7,6 +7,7 @@
 #include <new>
 #include <system_error>
 
+#include "api/validate.hpp"
 #include "os/io.hpp"
 #include "os/memory.hpp"
 #include "vmstore/limits.hpp"
@@ -27,15 +28,6 @@ std::string catalogKey(std::string_view name) {
   std::string k = "T";
   k.append(name);
   return k;
-}
-
-Status validateKey(std::string_view key) {
-  if (key.empty()) return Status::InvalidArgument("the empty key is not allowed");
-  if (key.size() > kMaxKeySize) {
-    return Status::TooBig("key of " + std::to_string(key.size()) + " bytes exceeds the maximum of " +
-                          std::to_string(kMaxKeySize));
-  }
-  return Status::OK();
 }
 
 // Runs fn, turning the engine's exceptions into a Status.
@@ -76,14 +68,12 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
 
   std::error_code ec;
   fs::file_status st = fs::status(dir, ec);
-  bool createdDir = false;
   if (!fs::exists(st)) {
     if (!options.create) {
       return Status::InvalidArgument("database " + dir + " does not exist (and create=false)");
     }
     fs::create_directories(dir, ec);
     if (ec) return Status::IOError("cannot create directory " + dir + ": " + ec.message());
-    createdDir = true;
   } else if (!fs::is_directory(st)) {
     return Status::InvalidArgument(dir + " exists and is not a directory");
   }
@@ -111,13 +101,14 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   if (s.ok()) s = db->journal_.open(dir, &db->file_, true);
   if (s.ok()) s = db->recoverAndLoad();
   if (!s.ok()) {
-    // A failed open leaves behind nothing it created.
+    // A failed open leaves no database behind: creation is atomic (create()). The
+    // directory and its LOCK file stay: removing them could pull them from under a
+    // concurrent opener of the same path.
     db->catalog_.reset();
     db->bm_.reset();
     db->journal_.close();
     db->file_.close();
     db->lock_.release();
-    if (createdDir) fs::remove_all(dir, ec);
     return s;
   }
   db->opened_ = true;
@@ -220,10 +211,10 @@ Status DatabaseImpl::notPoisoned() {
   return poison_;
 }
 
-void DatabaseImpl::poison(const Status& why) {
+void DatabaseImpl::poison(const Status& why, const char* after) {
   std::lock_guard g(poisonMutex_);
   if (poisoned_.load(std::memory_order_relaxed)) return;
-  poison_ = Status(why.code(), "database " + dir_ + " is read-only until reopened after a failed sync (" +
+  poison_ = Status(why.code(), "database " + dir_ + " is read-only until reopened after " + after + " (" +
                                    why.message() + ")");
   poisoned_.store(true, std::memory_order_release);
 }
@@ -394,7 +385,7 @@ Status DatabaseImpl::dropTree(std::string_view name) {
       try {
         impl->btree.undrop(savedRoot.get());
       } catch (const StorageError& e) {
-        poison(e.status());  // the tree is neither dropped nor whole in memory
+        poison(e.status(), "a tree drop that could not be undone");
       }
       throw;
     }
@@ -476,19 +467,16 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
 
 Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view value) {
   Status st = validateKey(key);
+  if (st.ok()) st = validateValue(value);
   if (!st.ok()) return st;
-  if (value.size() > kMaxValueSize) {
-    return Status::TooBig("value of " + std::to_string(value.size()) + " bytes exceeds the maximum of " +
-                          std::to_string(kMaxValueSize));
-  }
-  return write([&] {
+  return writeOne([&] {
     t->btree.put(asBytes(key), asBytes(value));
     return Status::OK();
   });
 }
 
 template <class Fn>
-Status DatabaseImpl::write(Fn&& change) {
+Status DatabaseImpl::writeOne(Fn&& change) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   Status st = writable();
@@ -527,10 +515,63 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
-  return write([&] {
+  return writeOne([&] {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
   });
+}
+
+Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  Status st = writable();
+  if (!st.ok()) return st;
+  {
+    // Exclusive: no other writer interleaves (so the undo below restores exactly what
+    // the batch changed), and no checkpoint falls inside the batch.
+    std::unique_lock gate(writeGate_);
+    markChanged();
+    struct Undo {
+      TreeImpl* tree;
+      const std::string* key;
+      bool had;
+      std::string old;
+    };
+    std::vector<Undo> undo;
+    undo.reserve(batch.count());
+    st = guarded([&] {
+      for (size_t i = 0; i < batch.count(); i++) {
+        const WriteBatch::Op& op = batch.ops()[i];
+        Undo u{trees[i], &op.key, false, {}};
+        u.had = u.tree->btree.getString(asBytes(op.key), &u.old);
+        if (op.isPut) {
+          u.tree->btree.put(asBytes(op.key), asBytes(op.value));
+        } else {
+          u.tree->btree.remove(asBytes(op.key));
+        }
+        undo.push_back(std::move(u));
+      }
+      return Status::OK();
+    });
+    if (!st.ok()) {
+      Status undone = guarded([&] {
+        for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+          if (it->had) {
+            it->tree->btree.put(asBytes(*it->key), asBytes(it->old));
+          } else {
+            it->tree->btree.remove(asBytes(*it->key));
+          }
+        }
+        return Status::OK();
+      });
+      // Half a batch in memory must never reach a checkpoint: refuse further writes; the
+      // reopened database is the last checkpoint, which holds none of it.
+      if (!undone.ok()) poison(undone, "a batch that could not be undone");
+      return st;
+    }
+  }
+  if (journal_.bytes() > kAutoCheckpointBytes) sync();
+  return Status::OK();
 }
 
 }  // namespace vmstore::internal

@@ -8,7 +8,8 @@
 // - The data file is always the last committed checkpoint (wal/page_journal.hpp): a
 //   crash, a failed write or a failed sync at any moment reopens at the last checkpoint
 //   that committed. Creation is atomic (a temporary file, synced, renamed, directory
-//   synced): a failed or killed creation leaves no data file behind.
+//   synced): a failed or killed creation leaves no data file behind (the directory and
+//   its LOCK file may stay; the next open creates the database in it).
 // - Writers (put, delete, tree create/drop) hold writeGate_ shared; a checkpoint (sync,
 //   close) and check() hold it exclusive, so the image they write or inspect is one
 //   consistent state of every tree. Readers never touch it. A checkpoint with nothing
@@ -67,6 +68,8 @@ class DatabaseImpl {
   Status get(TreeImpl* t, std::string_view key, std::string* value);
   Status get(TreeImpl* t, std::string_view key, std::span<std::byte> buf, size_t* vlen);
   Status del(TreeImpl* t, std::string_view key);
+  // The batch's operations, each with its tree (all of this database), all or nothing.
+  Status write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees);
 
   BufferManager& bufferManager() { return *bm_; }
   CallGate& gate() { return gate_; }
@@ -86,8 +89,8 @@ class DatabaseImpl {
   }
   // A put or delete: gate, writability, writer gate, exceptions, auto-checkpoint.
   template <class Fn>
-  Status write(Fn&& change);
-  void poison(const Status& why);
+  Status writeOne(Fn&& change);
+  void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();
 

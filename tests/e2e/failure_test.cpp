@@ -530,3 +530,43 @@ TEST(Failures, KilledWritersReopenAtACommittedCheckpoint) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace vmstest;
+
+TEST(Failures, ConcurrentCreationOfOnePathKeepsTheWinnersDatabase) {
+  // Several threads create the same new database at once: one wins, the others get
+  // Busy, and no loser removes what the winner created.
+  for (int round = 0; round < scaled(20, 8); round++) {
+    std::string dir = freshDir(std::to_string(round));
+    std::vector<std::unique_ptr<vmstore::Database>> dbs(4);
+    std::vector<Status> results(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; i++) {
+      threads.emplace_back([&, i] { results[i] = vmstore::Database::open(dir, "pool_size=1M", &dbs[i]); });
+    }
+    for (auto& th : threads) th.join();
+    int winners = 0;
+    for (int i = 0; i < 4; i++) {
+      if (results[i].ok()) {
+        winners++;
+        vmstore::Tree* t;
+        VMS_ASSERT_OK(dbs[i]->openTree("", true, &t));
+        VMS_ASSERT_OK(t->put("k", "v"));
+        VMS_ASSERT_OK(dbs[i]->close());
+      } else {
+        EXPECT_EQ(results[i].code(), Status::Code::kBusy) << results[i].toString();
+      }
+    }
+    EXPECT_EQ(winners, 1);
+    auto db = openDb(dir, "pool_size=1M");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", false, &t));
+    std::string v;
+    VMS_EXPECT_OK(t->get("k", &v));
+  }
+}
+
+}  // namespace

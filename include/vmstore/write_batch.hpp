@@ -1,0 +1,52 @@
+// vmstore::WriteBatch: puts and deletes applied together, all or nothing.
+//
+// Contract
+// - put()/del() check each key and value when added (InvalidArgument for the empty key
+//   or a null tree, TooBig beyond the limits) and change nothing stored; a valid batch
+//   fails at Database::write() only on storage errors, with InvalidArgument when one of
+//   its trees belongs to another database (nothing is written), or with NotFound when
+//   one of its trees was dropped (the batch is undone).
+// - Database::write(batch) applies the operations in order. Deleting an absent key is
+//   not an error. If an operation fails, the ones before it are undone and the error is
+//   returned: nothing of the batch stays. (If even the undo fails, the database turns
+//   read-only until reopened, and the reopened database holds none of the batch.)
+// - A checkpoint (sync, close) never falls inside a batch, so after a crash a batch is
+//   either wholly present or wholly absent: present if a checkpoint after it committed.
+// - While write() runs, other writers of the database wait; readers are not blocked and
+//   may see some of the batch's changes before others, and never a change undone later
+//   except while a failing batch is being undone.
+// - A batch is a value: copy, move, reuse after clear(). It references its trees (the
+//   handles must outlive it) but no database state; one batch belongs to one thread.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vmstore/status.hpp"
+
+namespace vmstore {
+
+class Tree;
+
+class WriteBatch {
+ public:
+  Status put(Tree* tree, std::string_view key, std::string_view value);
+  Status del(Tree* tree, std::string_view key);
+  void clear() { ops_.clear(); }
+  size_t count() const { return ops_.size(); }
+
+  struct Op {
+    Tree* tree;
+    bool isPut;
+    std::string key;
+    std::string value;
+  };
+  const std::vector<Op>& ops() const { return ops_; }
+
+ private:
+  std::vector<Op> ops_;
+};
+
+}  // namespace vmstore

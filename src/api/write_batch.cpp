@@ -1,0 +1,25 @@
+// WriteBatch: the operations of a batch, checked as they are added.
+#include "vmstore/write_batch.hpp"
+
+#include "api/validate.hpp"
+
+namespace vmstore {
+
+Status WriteBatch::put(Tree* tree, std::string_view key, std::string_view value) {
+  if (tree == nullptr) return Status::InvalidArgument("batch put: tree is null");
+  Status st = internal::validateKey(key);
+  if (st.ok()) st = internal::validateValue(value);
+  if (!st.ok()) return st;
+  ops_.push_back({tree, true, std::string(key), std::string(value)});
+  return Status::OK();
+}
+
+Status WriteBatch::del(Tree* tree, std::string_view key) {
+  if (tree == nullptr) return Status::InvalidArgument("batch delete: tree is null");
+  Status st = internal::validateKey(key);
+  if (!st.ok()) return st;
+  ops_.push_back({tree, false, std::string(key), {}});
+  return Status::OK();
+}
+
+}  // namespace vmstore
