@@ -14,6 +14,12 @@
 //   Iterator that the engine's contract says is invalid after close.
 // - A dropped tree's TreeCore is marked dropped (by the Python Database, which hands out
 //   one TreeCore per name); calls on it raise ClosedError.
+// - A BatchCore holds a vmstore::WriteBatch and the TreeStates of its trees; adding an
+//   operation checks it (the engine's own checks, plus: the tree belongs to the batch's
+//   database and was not dropped) and touches no database state. write() applies it with
+//   the GIL released, while add/clear/write from other threads raise RuntimeError instead
+//   of changing the operations under it; it never hands the engine a tree of another
+//   database, or of a closed one.
 // - Engine statuses become the exception classes that vmstore/__init__.py registers with
 //   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
 //   is TypeError. Nothing is written when an argument is rejected.
@@ -28,8 +34,10 @@
 #include <optional>
 #include <shared_mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -150,7 +158,9 @@ struct Shared {
   std::string path;
   std::unique_ptr<vmstore::Database> db;
   std::shared_mutex gate;
-  bool closed = false;  // guarded by gate
+  // Set under gate held exclusively; read under gate, or without it where a stale value
+  // only delays the ClosedError to the next call that takes the gate.
+  std::atomic<bool> closed{false};
 
   ~Shared() {
     if (closed || !db) return;
@@ -443,9 +453,100 @@ class TreeCore {
   void markDropped() { s_->dropped.store(true, std::memory_order_release); }
   bool dropped() const { return s_->dropped.load(std::memory_order_acquire); }
   nb::bytes name() const { return toBytes(s_->name); }
+  const std::shared_ptr<TreeState>& state() const { return s_; }
 
  private:
   std::shared_ptr<TreeState> s_;
+};
+
+// ----------------------------------------------------------------------------------------
+// BatchCore: the operations of one atomic batch, held here until write().
+
+class BatchCore {
+ public:
+  explicit BatchCore(std::shared_ptr<Shared> shared) : s_(std::move(shared)) {}
+
+  void put(TreeCore& tree, nb::handle key, nb::handle value) {
+    const std::shared_ptr<TreeState>& state = admit(tree);
+    BytesArg k(key, "key");
+    BytesArg v(value, "value");
+    Status st = batch_.put(state->tree, k.view(), v.view());
+    if (!st.ok()) raiseStatus(st);
+    remember(state);
+  }
+
+  void del(TreeCore& tree, nb::handle key) {
+    const std::shared_ptr<TreeState>& state = admit(tree);
+    BytesArg k(key, "key");
+    Status st = batch_.del(state->tree, k.view());
+    if (!st.ok()) raiseStatus(st);
+    remember(state);
+  }
+
+  void clear() {
+    checkIdle();
+    batch_.clear();
+    trees_.clear();
+    seen_.clear();
+  }
+
+  size_t count() const { return batch_.count(); }
+
+  // Applies every operation, all or nothing, then empties the batch; on an error the
+  // batch keeps its operations and nothing of it is stored.
+  void write() {
+    checkIdle();
+    for (const auto& t : trees_) {
+      if (t->dropped.load(std::memory_order_acquire)) {
+        raiseClosed("tree '" + t->name + "' of the batch was dropped; nothing was written");
+      }
+    }
+    Status st;
+    writing_ = true;  // only read and written with the GIL held
+    try {
+      s_->run([&] {
+        if (batch_.count() != 0) st = s_->db->write(batch_);
+      });
+    } catch (...) {
+      writing_ = false;
+      throw;
+    }
+    writing_ = false;
+    // NotFound: a tree was dropped after the check above; the engine undid the batch.
+    if (st.isNotFound()) raiseClosed("a tree of the batch was dropped; nothing was written");
+    if (!st.ok()) raiseStatus(st);
+    clear();
+  }
+
+ private:
+  // The tree's state when an operation on it may be added; raises otherwise.
+  const std::shared_ptr<TreeState>& admit(TreeCore& tree) {
+    checkIdle();
+    const std::shared_ptr<TreeState>& state = tree.state();
+    if (state->shared != s_) {
+      raiseError(kInvalid, EINVAL,
+                 "tree '" + state->name + "' belongs to another database than the batch's ('" + s_->path + "')");
+    }
+    if (s_->closed.load(std::memory_order_acquire)) raiseClosed("database '" + s_->path + "' is closed");
+    state->checkUsable();
+    return state;
+  }
+
+  // Keeps the tree's state while the batch refers to it (once per tree).
+  void remember(const std::shared_ptr<TreeState>& state) {
+    if (!trees_.empty() && trees_.back() == state) return;
+    if (seen_.insert(state.get()).second) trees_.push_back(state);
+  }
+
+  void checkIdle() const {
+    if (writing_) throw std::runtime_error("the batch is being written by another thread");
+  }
+
+  std::shared_ptr<Shared> s_;
+  vmstore::WriteBatch batch_;
+  std::vector<std::shared_ptr<TreeState>> trees_;  // the distinct trees of batch_
+  std::unordered_set<const TreeState*> seen_;
+  bool writing_ = false;
 };
 
 // ----------------------------------------------------------------------------------------
@@ -503,6 +604,12 @@ class DbCore {
     state->tree = tree;
     state->name = std::move(n);
     return TreeCore(std::move(state));
+  }
+
+  // An empty batch of this database; ClosedError after close().
+  BatchCore batch() {
+    if (s_->closed.load(std::memory_order_acquire)) raiseClosed("database '" + s_->path + "' is closed");
+    return BatchCore(s_);
   }
 
   // False when there is no such tree.
@@ -614,11 +721,22 @@ NB_MODULE(_core, m) {
       .def_prop_ro("dropped", &TreeCore::dropped, "True after mark_dropped().")
       .def_prop_ro("name", &TreeCore::name, "The tree's name (bytes).");
 
+  nb::class_<BatchCore>(m, "BatchCore", "The operations of an atomic batch; see vmstore.Batch.")
+      // None reaches BytesArg, which names the argument in its TypeError.
+      .def("put", &BatchCore::put, "tree"_a, "key"_a.none(), "value"_a.none(),
+           "Adds an insert-or-replace, checked now.")
+      .def("delete", &BatchCore::del, "tree"_a, "key"_a.none(),
+           "Adds a delete (an absent key is fine), checked now.")
+      .def("clear", &BatchCore::clear, "Drops every operation.")
+      .def("__len__", &BatchCore::count, "The number of operations.")
+      .def("write", &BatchCore::write, "Applies the operations all or nothing, then empties the batch.");
+
   nb::class_<DbCore>(m, "DbCore", "An open database; see vmstore.Database.")
       .def("close", &DbCore::close, "Writes everything and closes; harmless when closed.")
       .def_prop_ro("closed", &DbCore::closed, "True after close().")
       .def("sync", &DbCore::sync, "Puts every write so far on stable storage.")
       .def("tree", &DbCore::tree, "name"_a, "create"_a, "A new TreeCore, or None when missing.")
+      .def("batch", &DbCore::batch, "An empty BatchCore of this database.")
       .def("drop_tree", &DbCore::dropTree, "name"_a, "Drops a tree; False when there is none.")
       .def("trees", &DbCore::trees, "The tree names (bytes).")
       .def("stats", &DbCore::stats, "The engine's counters.")

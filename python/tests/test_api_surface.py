@@ -109,3 +109,19 @@ def test_every_public_name_has_a_docstring(name):
 
 def test_typed_marker():
     assert (PACKAGE / "py.typed").exists()
+
+
+def test_core_stub_names_match_the_extension():
+    """_core.pyi names exactly the classes, methods and functions of the C++ core (the
+    parameters of nanobind functions are not introspectable, so names only)."""
+    import vmstore._core as core
+
+    tree = stub_tree("_core")
+    classes, functions = stub_classes(tree), stub_functions(tree)
+    runtime_classes = {n for n, v in vars(core).items() if inspect.isclass(v)}
+    assert set(classes) == runtime_classes
+    for cls_name, members in classes.items():
+        runtime = set(vars(getattr(core, cls_name))) - {"__doc__", "__module__", "__init__", "__new__"}
+        assert set(members) == runtime, (cls_name, set(members) ^ runtime)
+    runtime_functions = {n for n, v in vars(core).items() if callable(v) and not inspect.isclass(v)}
+    assert set(functions) == runtime_functions

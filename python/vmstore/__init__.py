@@ -12,6 +12,14 @@ mapping from ``bytes`` to ``bytes`` (:class:`Tree`, a
         for key, value in users.items(start=b"a", stop=b"b"):
             print(key, value)
 
+Several changes, to one tree or many, are applied together, all or nothing, with a
+:class:`Batch`::
+
+    with db.batch() as b:          # written when the block ends, discarded if it raises
+        b.put(users, b"alice", b"admin")
+        b.delete(users, b"bob")
+        b.put(db.tree("log"), b"0001", b"alice promoted")
+
 Every engine call releases the GIL, so many threads may share one :class:`Database` and
 its trees. Errors are exceptions: :class:`Error` (an :class:`OSError`) and its subclasses,
 :class:`KeyError` for a missing key, :class:`TypeError` for a key or value that is not
@@ -34,6 +42,7 @@ __all__ = [
     "open",
     "Database",
     "Tree",
+    "Batch",
     "TreeKeysView",
     "TreeValuesView",
     "TreeItemsView",
@@ -270,6 +279,13 @@ class Database:
             if tree is not None:
                 tree._core.mark_dropped()
 
+    def batch(self) -> "Batch":
+        """A new, empty :class:`Batch` of this database: changes to its trees applied
+        together, all or nothing. Use it as ``with db.batch() as b:`` (written when the
+        block ends, discarded if it raises) or call :meth:`Batch.write` yourself.
+        :class:`ClosedError` when the database is closed."""
+        return Batch(self._core.batch(), self)
+
     def sync(self) -> None:
         """Puts every write so far on stable storage."""
         self._core.sync()
@@ -307,6 +323,95 @@ class Database:
         """``<vmstore.Database '/path' open>``."""
         state = "closed" if self.closed else "open"
         return f"<vmstore.Database {self._path!r} {state}>"
+
+
+# ---------------------------------------------------------------------------------------
+# Batches
+
+
+class Batch:
+    """Puts and deletes on trees of one database, applied together by :meth:`write`, all
+    or nothing. Made by :meth:`Database.batch`.
+
+    A context manager: ``with db.batch() as b:`` writes the batch when the block ends
+    normally and discards it when the block raises. Each operation is checked when it is
+    added, exactly as :class:`Tree` checks it (:class:`TypeError` for a key or value that
+    is not bytes-like, :class:`TooBigError` for one over the limit,
+    :class:`InvalidArgumentError` for the empty key; also :class:`TypeError` when
+    ``tree`` is not a :class:`Tree`, :class:`InvalidArgumentError` (a ValueError) for a
+    tree of another database, :class:`ClosedError` for a dropped tree or a closed
+    database); a rejected operation leaves the batch as it was. Nothing reaches the
+    database before :meth:`write`: the batch holds copies of its keys and values, so a
+    ``bytearray`` may change after it was added.
+
+    ``write`` applies the operations in the order they were added (a later put or delete
+    of the same key wins) with the GIL released; while it runs, other writers of the
+    database wait and readers may see part of the batch; once it returns, all of it is
+    visible, and a failed write stored none of it. No checkpoint (:meth:`Database.sync`,
+    :meth:`Database.close`) falls inside a batch, so after a crash a batch is wholly
+    present or wholly absent.
+
+    One thread at a time: adding to, clearing or writing a batch while another thread
+    writes it raises :class:`RuntimeError`.
+    """
+
+    __slots__ = ("_core", "_db")
+
+    def __init__(self, core: Any, db: Database) -> None:
+        """Wraps a core batch handle; use :meth:`Database.batch` instead."""
+        self._core = core
+        self._db = db
+
+    @property
+    def database(self) -> Database:
+        """The database the batch writes to."""
+        return self._db
+
+    def _tree_core(self, tree: Any) -> Any:
+        if not isinstance(tree, Tree):
+            raise TypeError(f"batch tree must be a vmstore.Tree, not {type(tree).__name__}")
+        return tree._core
+
+    def put(self, tree: Tree, key: BytesLike, value: BytesLike) -> None:
+        """Adds ``tree[key] = value`` to the batch (inserts or replaces when written)."""
+        self._core.put(self._tree_core(tree), key, value)
+
+    def delete(self, tree: Tree, key: BytesLike) -> None:
+        """Adds the deletion of ``key`` from ``tree`` to the batch; a key that is absent
+        when the batch is written is not an error."""
+        self._core.delete(self._tree_core(tree), key)
+
+    def clear(self) -> None:
+        """Discards every operation; the batch may be used again."""
+        self._core.clear()
+
+    def write(self) -> None:
+        """Applies every operation, all or nothing, then empties the batch (it may be
+        filled and written again). On an error nothing of the batch is stored and it
+        keeps its operations: :class:`ClosedError` when the database was closed or one of
+        the trees dropped, :class:`StorageIOError` and the like from storage. An empty
+        batch writes nothing."""
+        self._core.write()
+
+    def __len__(self) -> int:
+        """The number of operations added since the batch was made, cleared or written."""
+        return len(self._core)
+
+    def __enter__(self) -> "Batch":
+        """Returns the batch itself."""
+        return self
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        """Writes the batch, or discards it when the block raised (the exception goes on)."""
+        if exc_type is None:
+            self.write()
+        else:
+            self.clear()
+
+    def __repr__(self) -> str:
+        """``<vmstore.Batch of 3 operations on '/path'>``."""
+        n = len(self)
+        return f"<vmstore.Batch of {n} operation{'' if n == 1 else 's'} on {self._db.path!r}>"
 
 
 # ---------------------------------------------------------------------------------------
