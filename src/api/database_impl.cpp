@@ -78,15 +78,19 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     return Status::InvalidArgument(dir + " exists and is not a directory");
   }
   std::string path = dir + "/" + kDataFileName;
-  bool fileExists = fs::exists(path, ec);
-  if (!fileExists && !options.create) {
+  if (!options.create && !fs::exists(path, ec)) {  // before the lock: create nothing, not even LOCK
     return Status::InvalidArgument("no vmstore database in " + dir + " (and create=false)");
   }
-
   std::unique_ptr<DatabaseImpl> db(new DatabaseImpl());
   db->dir_ = dir;
   db->options_ = options;
   Status s = db->lock_.acquire(dir);
+  // Only under the lock: whether the database exists (another opener may have created
+  // it while this one waited).
+  bool fileExists = fs::exists(path, ec);
+  if (s.ok() && !fileExists && !options.create) {
+    s = Status::InvalidArgument("no vmstore database in " + dir + " (and create=false)");
+  }
   if (s.ok()) {
     s = guarded([&] {
       db->bm_ = std::make_unique<BufferManager>(&db->file_, poolPages, maxPages, 1);
