@@ -20,7 +20,7 @@
  *   values are 0 .. VMS_MAX_VALUE_SIZE bytes. Larger ones get VMS_ETOOBIG.
  * - Durability (until the write-ahead log exists): vms_sync() and vms_close() are the
  *   durable points. Each is a checkpoint that commits atomically through the page
- *   journal: after a crash, a kill, a power cut, a full device or a failed write or
+ *   journal (journal.vms beside data.vms): after a crash, a kill, a power cut, a full device or a failed write or
  *   sync, the next open finds exactly the last checkpoint that committed; writes since
  *   then are lost. A checkpoint that returns an error may or may not have committed.
  * - After a failed fdatasync the database is read-only: writes and vms_sync return the
