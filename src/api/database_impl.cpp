@@ -188,7 +188,6 @@ Status DatabaseImpl::recoverAndLoad() {
     sb_ = sb;
     uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
     journal_.begin(epoch, sb.pageCount);
-    bm_->setEpoch(epoch);
     bm_->setStore(&journal_);
     return Status::OK();
   });
@@ -267,7 +266,6 @@ Status DatabaseImpl::checkpointLocked() {
     sb_ = s;
     changed_.store(false, std::memory_order_release);
     journal_.begin(epoch + 1, s.pageCount);
-    bm_->setEpoch(epoch + 1);
     st = journal_.backfill();
     if (!st.ok()) poison(st);  // committed: the next open completes the copy
     return st;
@@ -473,20 +471,20 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
   Status st = validateKey(key);
   if (st.ok()) st = validateValue(value);
   if (!st.ok()) return st;
-  return writeOne([&] {
+  return writeUnder<std::shared_lock<std::shared_mutex>>([&] {
     t->btree.put(asBytes(key), asBytes(value));
     return Status::OK();
   });
 }
 
-template <class Fn>
-Status DatabaseImpl::writeOne(Fn&& change) {
+template <class Lock, class Fn>
+Status DatabaseImpl::writeUnder(Fn&& change) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   Status st = writable();
   if (!st.ok()) return st;
   {
-    std::shared_lock gate(writeGate_);
+    Lock gate(writeGate_);
     markChanged();
     st = guarded(change);
   }
@@ -519,22 +517,16 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
-  return writeOne([&] {
+  return writeUnder<std::shared_lock<std::shared_mutex>>([&] {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
   });
 }
 
 Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees) {
-  CallGate::Pass pass(gate_);
-  if (!pass) return closedStatus();
-  Status st = writable();
-  if (!st.ok()) return st;
-  {
-    // Exclusive: no other writer interleaves (so the undo below restores exactly what
-    // the batch changed), and no checkpoint falls inside the batch.
-    std::unique_lock gate(writeGate_);
-    markChanged();
+  // Exclusive: no other writer interleaves (so the undo below restores exactly what the
+  // batch changed), and no checkpoint falls inside the batch.
+  return writeUnder<std::unique_lock<std::shared_mutex>>([&] {
     struct Undo {
       TreeImpl* tree;
       const std::string* key;
@@ -543,7 +535,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
     };
     std::vector<Undo> undo;
     undo.reserve(batch.count());
-    st = guarded([&] {
+    Status st = guarded([&] {
       for (size_t i = 0; i < batch.count(); i++) {
         const WriteBatch::Op& op = batch.ops()[i];
         Undo u{trees[i], &op.key, false, {}};
@@ -571,11 +563,9 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
       // Half a batch in memory must never reach a checkpoint: refuse further writes; the
       // reopened database is the last checkpoint, which holds none of it.
       if (!undone.ok()) poison(undone, "a batch that could not be undone");
-      return st;
     }
-  }
-  if (journal_.bytes() > kAutoCheckpointBytes) sync();
-  return Status::OK();
+    return st;
+  });
 }
 
 }  // namespace vmstore::internal

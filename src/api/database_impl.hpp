@@ -87,9 +87,11 @@ class DatabaseImpl {
   void markChanged() {
     if (!changed_.load(std::memory_order_relaxed)) changed_.store(true, std::memory_order_release);
   }
-  // A put or delete: gate, writability, writer gate, exceptions, auto-checkpoint.
-  template <class Fn>
-  Status writeOne(Fn&& change);
+  // A change (put, delete, batch) under the call gate, the writability check, the writer
+  // gate held as Lock (shared, or exclusive for a batch), exceptions turned into a
+  // Status, and an auto-checkpoint after it.
+  template <class Lock, class Fn>
+  Status writeUnder(Fn&& change);
   void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();

@@ -281,7 +281,7 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
   if (pids.empty()) return Status::OK();
   std::vector<PageWrite> writes;
   writes.reserve(pids.size());
-  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  uint32_t epoch = store_->epoch();
   for (uint64_t pid : pids) {
     Page* p = pageAt(pid);
     sealPage(p, pid, epoch);
@@ -335,17 +335,7 @@ Status BufferManager::flushAll() {
 
 Page* BufferManager::allocPage(PageKind kind) {
   uint64_t pid;
-  if (!freeSpace_.pop(&pid)) {
-    uint64_t count = pageCount_.load(std::memory_order_relaxed);
-    do {
-      if (count >= maxPages_) {
-        throw StorageError(Status::NoSpace("data file reached max_size (" +
-                                           std::to_string(maxPages_) + " pages)"));
-      }
-      initStatesUpTo(count);
-    } while (!pageCount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
-    pid = count;
-  }
+  if (!freeSpace_.pop(&pid)) pid = growByOne();
   PageState& ps = state(pid);
   for (;;) {
     uint64_t w = ps.load();
@@ -399,17 +389,20 @@ void BufferManager::freePageById(uint64_t pid) {
   }
 }
 
+uint64_t BufferManager::growByOne() {
+  uint64_t count = pageCount_.load(std::memory_order_relaxed);
+  do {
+    if (count >= maxPages_) {
+      throw StorageError(Status::NoSpace("data file reached max_size (" + std::to_string(maxPages_) + " pages)"));
+    }
+    initStatesUpTo(count);
+  } while (!pageCount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+  return count;
+}
+
 void BufferManager::appendFreePages(uint64_t n) {
-  for (uint64_t i = 0; i < n; i++) {
-    uint64_t count = pageCount_.load(std::memory_order_relaxed);
-    do {
-      if (count >= maxPages_) {
-        throw StorageError(Status::NoSpace("data file reached max_size (" + std::to_string(maxPages_) + " pages)"));
-      }
-      initStatesUpTo(count);
-    } while (!pageCount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
-    freeSpace_.push(count);  // evicted and never written: nobody reads it before allocPage
-  }
+  // Evicted and never written: nobody reads them before allocPage.
+  for (uint64_t i = 0; i < n; i++) freeSpace_.push(growByOne());
 }
 
 void BufferManager::freePage(uint64_t pid) {

@@ -27,7 +27,8 @@
 //   freePageById() frees an unlocked page without reading it from storage.
 //   appendFreePages(n) grows the file by n free pages.
 // - Pages are read from and written to a PageStore (page_store.hpp): the data file in
-//   place by default, the page journal in a database. Pages are sealed with epoch().
+//   place by default, the page journal in a database. Pages are sealed with the store's
+//   epoch().
 #pragma once
 
 #include <atomic>
@@ -126,8 +127,6 @@ class BufferManager {
   Status flushAll();
   // Where pages go from now on (nullptr: the data file in place). Set before use.
   void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
-  void setEpoch(uint32_t epoch) { epoch_.store(epoch, std::memory_order_relaxed); }
-  uint32_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
 
   FreeSpace& freeSpace() { return freeSpace_; }
   Counters& counters() { return counters_; }
@@ -151,6 +150,7 @@ class BufferManager {
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
   void evictBatch();                // caller holds evictMutex_
+  uint64_t growByOne();             // a new page id past the end (NoSpace at max_size)
   void initStatesUpTo(uint64_t pid);
   Status writePages(std::span<const uint64_t> pids);  // caller holds evictMutex_
 
@@ -170,7 +170,6 @@ class BufferManager {
   Counters counters_;
   FileStore fileStore_;
   PageStore* store_;
-  std::atomic<uint32_t> epoch_{0};
   std::atomic<bool> writeBackFailing_{false};
 };
 

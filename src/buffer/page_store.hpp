@@ -26,6 +26,8 @@ class PageStore {
   virtual ~PageStore() = default;
   virtual Status readPage(uint64_t pid, Page* buf) = 0;
   virtual Status writePages(std::span<const PageWrite> writes) = 0;
+  // The epoch the buffer manager seals written pages with (page.hpp).
+  virtual uint32_t epoch() const { return 0; }
 };
 
 class FileStore : public PageStore {

@@ -52,10 +52,10 @@ class PageJournal : public PageStore {
   // and commit() syncs the data file before its commit frame.
   void begin(uint32_t epoch, uint64_t directFrom) {
     std::lock_guard g(appendMutex_);
-    epoch_ = epoch;
+    epoch_.store(epoch, std::memory_order_relaxed);
     directFrom_ = directFrom;
   }
-  uint32_t epoch() const { return epoch_; }
+  uint32_t epoch() const override { return epoch_.load(std::memory_order_relaxed); }
 
   // On open: completes a committed checkpoint of `epoch` found in the journal (its
   // superblock frame is copied to *superblock, *applied = true), else empties it.
@@ -81,7 +81,7 @@ class PageJournal : public PageStore {
 
   DataFile file_;
   DataFile* data_ = nullptr;
-  uint32_t epoch_ = 0;
+  std::atomic<uint32_t> epoch_{0};
   std::mutex appendMutex_;                  // appends, commit, backfill, truncate
   std::atomic<uint64_t> slots_{0};          // frames written (next slot to write)
   uint64_t commitSlot_ = 0;                 // slot of the commit frame after commit()

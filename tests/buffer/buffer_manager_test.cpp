@@ -509,6 +509,7 @@ struct FlakyStore : vmstore::internal::PageStore {
     reads++;
     return file->readPage(pid, buf);
   }
+  uint32_t epoch() const override { return sealEpoch; }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
     if (failWrites) return Status::NoSpace("device full (test)");
     written += w.size();
@@ -516,6 +517,7 @@ struct FlakyStore : vmstore::internal::PageStore {
   }
   vmstore::internal::DataFile* file;
   std::atomic<bool> failWrites{false};
+  uint32_t sealEpoch = 0;
   std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> written{0};
 };
@@ -524,8 +526,8 @@ TEST(BufferManager, PagesGoThroughTheStoreSealedWithTheEpoch) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
   FlakyStore store(&env.file);
+  store.sealEpoch = 7;
   bm.setStore(&store);
-  bm.setEpoch(7);
   std::vector<uint64_t> pids = allocStamped(bm, 5);
   UNIT_ASSERT_OK(bm.flushAll());
   EXPECT_EQ(store.written.load(), 5u);
