@@ -1,6 +1,7 @@
 #include "os/io.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +22,10 @@ int Io::fdatasync(int fd, const std::string&) { return ::fdatasync(fd); }
 int Io::ftruncate(int fd, const std::string&, uint64_t size) { return ::ftruncate(fd, static_cast<off_t>(size)); }
 int Io::fallocate(int fd, const std::string&, uint64_t size) {
   return ::fallocate(fd, 0, 0, static_cast<off_t>(size));
+}
+int Io::mapShared(int fd, const std::string&, void* addr, size_t len, uint64_t off) {
+  void* p = ::mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(off));
+  return p == MAP_FAILED ? -1 : 0;
 }
 int Io::rename(const std::string& from, const std::string& to) { return ::rename(from.c_str(), to.c_str()); }
 int Io::unlink(const std::string& path) { return ::unlink(path.c_str()); }

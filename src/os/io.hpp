@@ -11,6 +11,11 @@
 // - usesKernelOnly() is true for the POSIX backend: DataFile may then bypass these calls
 //   with io_uring for batches. A fault-injecting backend returns false, and every byte
 //   then flows through pwrite here.
+// - mapShared() maps part of a file writable and shared (MAP_SHARED | MAP_FIXED) at an
+//   address inside a reservation the caller owns: stores into it reach the file's page
+//   cache at once (they survive a crash of the process) and stable storage at the next
+//   fdatasync of the file. The caller keeps the mapping until it has closed the fd, and
+//   removes it with munmap (or by remapping the reservation) itself.
 #pragma once
 
 #include <sys/types.h>
@@ -34,6 +39,9 @@ class Io {
   virtual int fallocate(int fd, const std::string& path, uint64_t size);
   virtual int rename(const std::string& from, const std::string& to);
   virtual int unlink(const std::string& path);
+  // Maps [off, off + len) of the file at addr (page aligned, inside the caller's
+  // reservation). 0, or -1 with errno set.
+  virtual int mapShared(int fd, const std::string& path, void* addr, size_t len, uint64_t off);
   // fsync of a directory (after creating, renaming or removing a file in it).
   virtual int syncDir(const std::string& dir);
   virtual bool usesKernelOnly() const { return true; }
