@@ -19,6 +19,21 @@ inline constexpr uint64_t kDefaultMaxSize = 64ull << 30;
 inline constexpr uint64_t kDefaultMaxSize = 1ull << 40;
 #endif
 
+// What an acknowledged write survives (see README, "Durability").
+enum class Durability {
+  // put, delete and write return once their log record is on stable storage; concurrent
+  // writers share one flush (group commit). Survives a crash and a power cut.
+  kSync,
+  // Every acknowledged write survives a crash of the process (the log record is in the
+  // operating system's page cache when the call returns); a power cut loses at most the
+  // last sync_interval_ms milliseconds. The database always opens consistent.
+  kAsync,
+  // No log: only sync and close make writes durable. After a crash the database opens at
+  // its last checkpoint (the last sync or close); later writes are lost. For bulk loads
+  // and benchmarks.
+  kNone,
+};
+
 struct Options {
   // Memory budget of the buffer pool in bytes: resident pages never exceed it.
   // Default 1 GiB; minimum 1 MiB (256 pages); rounded down to whole 4 KiB pages.
@@ -30,6 +45,18 @@ struct Options {
   // Reserves virtual address space (not memory). Default 1 TiB (64 GiB in
   // ThreadSanitizer builds), minimum 1 MiB, maximum 64 TiB.
   uint64_t max_size = kDefaultMaxSize;
+
+  // Durability of writes; config durability=sync|async|none. Default sync.
+  Durability durability = Durability::kSync;
+  // With async durability, the log is flushed to stable storage at least this often (in
+  // milliseconds, 1 .. 60000). Default 100.
+  uint32_t sync_interval_ms = 100;
+  // The write-ahead log is kept below about this size: a writer that finds it larger runs
+  // a checkpoint, after which the log starts over. Default 1 GiB; 1 MiB .. 64 GiB.
+  uint64_t log_size = 1ull << 30;
+  // Read and write the data file with O_DIRECT (bypassing the page cache) where the file
+  // system allows it; false: through the page cache. Default true.
+  bool direct_io = true;
 
   static Status parse(std::string_view config, Options* out);
 };

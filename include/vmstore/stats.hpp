@@ -23,6 +23,19 @@ struct Stats {
   uint64_t free_pages = 0;      // pages free for reuse
   uint64_t file_bytes = 0;      // bytes on storage: the data file plus the page journal
   uint64_t trees = 0;           // named trees, including the default tree if created
+  // Durability.
+  uint64_t log_bytes = 0;       // write-ahead log written since the last checkpoint
+  uint64_t log_file_bytes = 0;  // size of the log file (it is recycled, not truncated)
+  uint64_t log_flushes = 0;     // flushes (fdatasync) of the log since open
+  uint64_t checkpoints = 0;     // checkpoints committed over the database's life
+  // What opening the database recovered: log records replayed (0 after a clean close),
+  // their operations and bytes, whether an interrupted checkpoint was completed, and the
+  // time recovery took.
+  uint64_t recovered_records = 0;
+  uint64_t recovered_operations = 0;
+  uint64_t recovered_bytes = 0;
+  uint64_t recovered_checkpoint = 0;  // 1: an interrupted checkpoint was completed
+  uint64_t recovery_us = 0;
 };
 
 }  // namespace vmstore

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <new>
@@ -98,18 +99,30 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     });
   }
   if (s.ok() && !fileExists) s = db->create(path);
-  if (s.ok()) s = db->file_.open(path, false);
+  if (s.ok()) s = db->file_.open(path, false, options.direct_io);
   if (s.ok() && db->file_.sizeBytes() == 0) {
     s = Status::Corruption(path + " is empty; if this database never held data, delete the file to start anew");
   }
-  if (s.ok()) s = db->journal_.open(dir, &db->file_, true);
+  if (s.ok()) s = db->journal_.open(dir, &db->file_, options.direct_io);
+  if (s.ok()) s = db->log_.open(dir, options);
+  auto recoveryStart = std::chrono::steady_clock::now();
   if (s.ok()) s = db->recoverAndLoad();
+  if (s.ok()) s = db->replayLog();
+  db->recovery_.recovery_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                        std::chrono::steady_clock::now() - recoveryStart)
+                                                        .count());
+  if (s.ok() && options.durability != Durability::kNone) {
+    DatabaseImpl* self = db.get();
+    db->log_.onSyncFailure = [self](const Status& why) { self->poison(why, "a failed log sync"); };
+    s = db->log_.startWriting(db->journal_.epoch());
+  }
   if (!s.ok()) {
     // A failed open leaves no database behind: creation is atomic (create()). The
     // directory and its LOCK file stay: removing them could pull them from under a
     // concurrent opener of the same path.
     db->catalog_.reset();
     db->bm_.reset();
+    db->log_.close();
     db->journal_.close();
     db->file_.close();
     db->lock_.release();
@@ -169,6 +182,7 @@ Status DatabaseImpl::recoverAndLoad() {
     if (!r.ok()) return r;
     if (applied) {
       s = decodeSuperblock(committed.get(), file_.path(), &sb);
+      recovery_.recovered_checkpoint = 1;
     }
     if (!s.ok()) return s;
     if (!sb.clean) {
@@ -191,6 +205,45 @@ Status DatabaseImpl::recoverAndLoad() {
     bm_->setStore(&journal_);
     return Status::OK();
   });
+}
+
+Status DatabaseImpl::replayLog() {
+  ReplayInfo info;
+  replaying_ = true;
+  Status s = log_.replay(journal_.epoch(), [&](std::span<const LogOp> ops) {
+    for (const LogOp& op : ops) {
+      Status st;
+      Tree* tree = nullptr;
+      if (op.kind == LogOpKind::kCreateTree) {
+        st = openTree(op.tree, true, &tree);
+      } else if (op.kind == LogOpKind::kDropTree) {
+        st = dropTree(op.tree);
+      } else {
+        st = openTree(op.tree, false, &tree);
+        if (st.isNotFound()) {
+          return Status::Corruption("the log of " + dir_ + " changes tree '" + std::string(op.tree) +
+                                    "', which does not exist at that point");
+        }
+        if (st.ok()) {
+          TreeImpl* t = TreeImpl::of(tree);
+          st = op.kind == LogOpKind::kPut ? put(t, op.key, op.value) : del(t, op.key);
+          if (st.isNotFound()) st = Status::OK();  // deleting an absent key (in a batch)
+        }
+      }
+      if (!st.ok()) return Status(st.code(), "replaying the log of " + dir_ + ": " + st.message());
+    }
+    return Status::OK();
+  }, &info);
+  replaying_ = false;
+  if (!s.ok()) return s;
+  recovery_.recovered_records = info.records;
+  recovery_.recovered_operations = info.operations;
+  recovery_.recovered_bytes = info.bytes;
+  if (info.records == 0) return Status::OK();
+  // Commit what was replayed; the log then starts over with the next interval. Until this
+  // commits, a crash recovers again from the same checkpoint and the same records.
+  std::unique_lock gate(writeGate_);
+  return checkpointLocked();
 }
 
 DatabaseImpl::~DatabaseImpl() {
@@ -266,6 +319,7 @@ Status DatabaseImpl::checkpointLocked() {
     sb_ = s;
     changed_.store(false, std::memory_order_release);
     journal_.begin(epoch + 1, s.pageCount);
+    if (log_.writing()) log_.begin(epoch + 1);  // every record so far is in the checkpoint
     st = journal_.backfill();
     if (!st.ok()) poison(st);  // committed: the next open completes the copy
     return st;
@@ -292,6 +346,9 @@ Status DatabaseImpl::close() {
   });
   Status cp = checkpointLocked();
   if (st.ok()) st = cp;
+  // After a failed checkpoint the log still holds the writes: flush it for the next open.
+  Status lg = log_.close();
+  if (st.ok()) st = lg;
   // Tree handles stay allocated (calls on them are refused by the gate) until the
   // DatabaseImpl itself goes.
   catalog_.reset();
@@ -340,17 +397,18 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
     Status st = catalogLookup(name, &root);
     if (st.isNotFound()) {
       if (!create) return st;
-      Status w = writable();
-      if (!w.ok()) return w;
-      std::shared_lock gate(writeGate_);
-      markChanged();
-      root = BTree::create(*bm_);
-      try {
-        catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
-      } catch (...) {
-        bm_->freePageById(root);
-        throw;
-      }
+      LogOp op{LogOpKind::kCreateTree, name, {}, {}};
+      st = writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, nullptr, &DatabaseImpl::writable, [&] {
+        root = BTree::create(*bm_);
+        try {
+          catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
+        } catch (...) {
+          bm_->freePageById(root);
+          throw;
+        }
+        return Status::OK();
+      });
+      if (!st.ok()) return st;
     } else if (!st.ok()) {
       return st;
     }
@@ -362,13 +420,11 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
-  CallGate::Pass pass(gate_);
-  if (!pass) return closedStatus();
-  Status w = notPoisoned();  // a drop only frees pages: allowed on a full device
-  if (!w.ok()) return w;
   std::lock_guard g(treesMutex_);
-  return guarded([&] {
-    std::shared_lock gate(writeGate_);
+  LogOp op{LogOpKind::kDropTree, name, {}, {}};
+  // Exclusive: no put to the tree sits between its change and its log record, so none
+  // is logged after the drop. A drop only frees pages: allowed on a full device.
+  return writeUnder<std::unique_lock<std::shared_mutex>>({&op, 1}, nullptr, &DatabaseImpl::notPoisoned, [&] {
     uint64_t root;
     Status st = catalogLookup(name, &root);
     if (!st.ok()) return st;
@@ -417,6 +473,16 @@ Stats DatabaseImpl::stats() {
   if (!pass) return s;
   bm_->fillStats(&s);
   s.file_bytes += journal_.bytes();  // pages written since the last checkpoint live there
+  s.log_bytes = log_.bytes();
+  s.log_file_bytes = log_.fileBytes();
+  s.file_bytes += s.log_file_bytes;
+  s.log_flushes = log_.flushes();
+  s.checkpoints = sb_.checkpoints;
+  s.recovered_records = recovery_.recovered_records;
+  s.recovered_operations = recovery_.recovered_operations;
+  s.recovered_bytes = recovery_.recovered_bytes;
+  s.recovered_checkpoint = recovery_.recovered_checkpoint;
+  s.recovery_us = recovery_.recovery_us;
   try {
     s.trees = catalogEntries().size();
   } catch (const StorageError&) {
@@ -440,6 +506,17 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
     }
     if (!droppedRootsFreed_) {
       for (auto& t : droppedTrees_) used.push_back(t->btree.rootPid());
+    }
+    if (log_.writing()) {
+      // The log holds exactly the records appended since the last checkpoint, all valid.
+      ReplayInfo info;
+      Status ls = log_.replay(journal_.epoch(), [](std::span<const LogOp>) { return Status::OK(); }, &info);
+      if (!ls.ok()) {
+        problems->push_back("log: " + ls.message());
+      } else if (info.bytes != log_.bytes()) {
+        problems->push_back("log " + log_.path() + ": " + std::to_string(info.bytes) + " bytes of valid records, but " +
+                            std::to_string(log_.bytes()) + " bytes were appended since the last checkpoint");
+      }
     }
     uint64_t pages = bm_->pageCount();
     std::vector<uint8_t> seen(pages, 0);
@@ -471,24 +548,67 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
   Status st = validateKey(key);
   if (st.ok()) st = validateValue(value);
   if (!st.ok()) return st;
-  return writeUnder<std::shared_lock<std::shared_mutex>>([&] {
+  LogOp op{LogOpKind::kPut, t->name, key, value};
+  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, &keyLocks_.of(t, key), &DatabaseImpl::writable, [&] {
     t->btree.put(asBytes(key), asBytes(value));
     return Status::OK();
   });
 }
 
 template <class Lock, class Fn>
-Status DatabaseImpl::writeUnder(Fn&& change) {
+Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, std::mutex* keyLock, Status (DatabaseImpl::*allowed)(),
+                                Fn&& change) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  Status st = writable();
+  Status st = (this->*allowed)();
   if (!st.ok()) return st;
-  {
+  uint64_t lsn = 0;
+  for (int attempt = 0;; attempt++) {
     Lock gate(writeGate_);
+    size_t size = 0;
+    if (logging()) {
+      size = recordSize(ops);
+      st = log_.reserve(size);
+      if (st.code() == Status::Code::kBusy) {
+        if (attempt > 0) {
+          return Status::TooBig("a log record of " + std::to_string(size) + " bytes does not fit the log of " +
+                                dir_ + " (raise log_size)");
+        }
+        gate.unlock();
+        std::unique_lock exclusive(writeGate_);  // the log is full: recycle it
+        st = checkpointLocked();
+        if (!st.ok()) return st;
+        continue;
+      }
+      if (!st.ok()) return st;
+    }
     markChanged();
+    std::unique_lock<std::mutex> key;
+    if (keyLock != nullptr && size != 0) key = std::unique_lock(*keyLock);
     st = guarded(change);
+    if (size != 0) {
+      if (st.ok()) {
+        lsn = log_.append(ops);
+      } else {
+        log_.unreserve(size);
+      }
+    }
+    break;
   }
-  if (st.ok() && journal_.bytes() > kAutoCheckpointBytes) sync();
+  return afterWrite(st, lsn);
+}
+
+Status DatabaseImpl::afterWrite(Status st, uint64_t lsn) {
+  if (!st.ok()) return st;
+  if (lsn != 0 && options_.durability == Durability::kSync) {
+    st = log_.waitDurable(lsn);  // group commit: one flush for every writer waiting
+    if (!st.ok()) return st;
+  }
+  auto tooLarge = [&] { return journal_.bytes() > kAutoCheckpointBytes || log_.bytes() > options_.log_size; };
+  if (!replaying_ && tooLarge()) {
+    std::unique_lock gate(writeGate_);
+    if (tooLarge()) checkpointLocked();  // its failure belongs to no write: sync reports it
+  }
   return st;
 }
 
@@ -517,7 +637,8 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
-  return writeUnder<std::shared_lock<std::shared_mutex>>([&] {
+  LogOp op{LogOpKind::kDelete, t->name, key, {}};
+  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, &keyLocks_.of(t, key), &DatabaseImpl::writable, [&] {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
   });
@@ -526,7 +647,13 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
 Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees) {
   // Exclusive: no other writer interleaves (so the undo below restores exactly what the
   // batch changed), and no checkpoint falls inside the batch.
-  return writeUnder<std::unique_lock<std::shared_mutex>>([&] {
+  std::vector<LogOp> ops;
+  ops.reserve(batch.count());
+  for (size_t i = 0; i < batch.count(); i++) {
+    const WriteBatch::Op& op = batch.ops()[i];
+    ops.push_back({op.isPut ? LogOpKind::kPut : LogOpKind::kDelete, trees[i]->name, op.key, op.value});
+  }
+  return writeUnder<std::unique_lock<std::shared_mutex>>(ops, nullptr, &DatabaseImpl::writable, [&] {
     struct Undo {
       TreeImpl* tree;
       const std::string* key;

@@ -10,9 +10,19 @@
 //   that committed. Creation is atomic (a temporary file, synced, renamed, directory
 //   synced): a failed or killed creation leaves no data file behind (the directory and
 //   its LOCK file may stay; the next open creates the database in it).
-// - Writers (put, delete, tree create/drop) hold writeGate_ shared; a checkpoint (sync,
-//   close) and check() hold it exclusive, so the image they write or inspect is one
-//   consistent state of every tree. Readers never touch it. A checkpoint with nothing
+// - Writes since that checkpoint are in the operation log (wal/op_log.hpp), unless
+//   durability is none: open() restores the checkpoint, replays the log's records of the
+//   next interval through the same put/delete/tree calls (without logging them again),
+//   then commits a checkpoint of the result, so a crash during recovery recovers again
+//   from the same start. Each write reserves its log space first (a full device fails it
+//   before it changes anything), applies the change, and appends its record while
+//   holding its key's lock (keyLocks_), so records of one key are in the order applied.
+//   With durability sync it then waits, outside every lock, for the log flush that
+//   covers its record (group commit).
+// - Writers (put, delete, tree create) hold writeGate_ shared; batches, tree drops, a
+//   checkpoint (sync, close) and check() hold it exclusive, so the image a checkpoint
+//   writes is one consistent state of every tree, and no record of a tree's keys can
+//   land after the record of its drop. Readers never touch it. A checkpoint with nothing
 //   changed writes nothing.
 // - After a failed fdatasync (or a failed checkpoint past its commit point) the database
 //   is read-only: every write and sync returns that error until it is reopened, since
@@ -35,7 +45,9 @@
 #include "buffer/buffer_manager.hpp"
 #include "os/data_file.hpp"
 #include "sync/call_gate.hpp"
+#include "sync/key_locks.hpp"
 #include "vmstore/database.hpp"
+#include "wal/op_log.hpp"
 #include "wal/page_journal.hpp"
 
 namespace vmstore::internal {
@@ -45,6 +57,7 @@ class DatabaseImpl;
 class TreeImpl {
  public:
   TreeImpl(DatabaseImpl* db, std::string name, uint64_t root);
+  static TreeImpl* of(Tree* tree) { return tree->impl_; }
   DatabaseImpl* db;
   std::string name;
   BTree btree;
@@ -90,8 +103,18 @@ class DatabaseImpl {
   // A change (put, delete, batch) under the call gate, the writability check, the writer
   // gate held as Lock (shared, or exclusive for a batch), exceptions turned into a
   // Status, and an auto-checkpoint after it.
+  //
+  // `allowed` says whether the write may go on (writable(), or notPoisoned() for a drop,
+  // which only frees pages). With the log on, ops are the change's log record, appended after the change applied
+  // (while the key lock `keyLock`, if any, is held); a change that returns anything but
+  // OK is not logged.
   template <class Lock, class Fn>
-  Status writeUnder(Fn&& change);
+  Status writeUnder(std::span<const LogOp> ops, std::mutex* keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change);
+  bool logging() const { return log_.writing() && !replaying_; }
+  // Waits for the log flush covering lsn (durability sync), then runs the checkpoint the
+  // log or journal size asks for.
+  Status afterWrite(Status st, uint64_t lsn);
+  Status replayLog();  // open(): the log's records after the restored checkpoint
   void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();
@@ -101,6 +124,10 @@ class DatabaseImpl {
   DirectoryLock lock_;
   DataFile file_;
   PageJournal journal_;
+  OpLog log_;
+  KeyLocks keyLocks_;
+  bool replaying_ = false;  // open() replays the log: apply, do not log again
+  Stats recovery_;          // the recovered_* and recovery_us fields of stats()
   std::unique_ptr<BufferManager> bm_;
   std::unique_ptr<BTree> catalog_;
   Superblock sb_;  // of the last committed checkpoint

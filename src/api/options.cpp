@@ -81,9 +81,41 @@ Status Options::parse(std::string_view config, Options* out) {
       if (!parseBool(value, &o.create)) {
         return Status::InvalidArgument("config create='" + std::string(value) + "' is not true or false");
       }
+    } else if (key == "direct_io") {
+      if (!parseBool(value, &o.direct_io)) {
+        return Status::InvalidArgument("config direct_io='" + std::string(value) + "' is not true or false");
+      }
+    } else if (key == "durability") {
+      if (value == "sync") {
+        o.durability = Durability::kSync;
+      } else if (value == "async") {
+        o.durability = Durability::kAsync;
+      } else if (value == "none") {
+        o.durability = Durability::kNone;
+      } else {
+        return Status::InvalidArgument("config durability='" + std::string(value) + "' is not sync, async or none");
+      }
+    } else if (key == "sync_interval") {
+      uint64_t ms;
+      if (!parseSize(value, &ms) || ms < 1 || ms > 60000 || value.find_first_not_of("0123456789") != std::string_view::npos) {
+        return Status::InvalidArgument("config sync_interval='" + std::string(value) +
+                                       "' is not a number of milliseconds from 1 to 60000");
+      }
+      o.sync_interval_ms = static_cast<uint32_t>(ms);
+    } else if (key == "log_size") {
+      uint64_t size;
+      if (!parseSize(value, &size)) {
+        return Status::InvalidArgument("config log_size='" + std::string(value) +
+                                       "' is not a size (bytes with optional K/M/G/T suffix)");
+      }
+      if (size < (1ull << 20) || size > (64ull << 30)) {
+        return Status::InvalidArgument("config log_size must be from 1M to 64G");
+      }
+      o.log_size = size;
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
-                                     "' (known: pool_size, create, max_size)");
+                                     "' (known: pool_size, create, max_size, durability, sync_interval, "
+                                     "log_size, direct_io)");
     }
   }
   *out = o;

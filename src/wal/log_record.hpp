@@ -1,0 +1,63 @@
+// Log records: the operations of one acknowledged write (a put, a delete, a batch, a tree
+// created or dropped), as the operation log (wal/op_log.hpp) stores them.
+//
+// Contract
+// - A record is a 32-byte header and a payload, padded to 8 bytes. The header holds a
+//   CRC-32C of everything after the CRC field (header and payload), the payload length,
+//   the log's salt (random per log session), the record's own offset in the log file,
+//   the checkpoint epoch it belongs to and its operation count. A record is accepted only
+//   if all of them match what the reader expects, so a torn record, a record of an older
+//   interval or of another session left behind in a recycled log is never taken for one
+//   of this interval.
+// - The payload is the operations in order: kind (1 byte), tree name length (2 bytes),
+//   key length (4), value length (4), then the name, key and value bytes.
+// - decodeRecord() never reads past the bytes it is given and rejects every
+//   inconsistency (lengths beyond the payload, unknown kinds, a count that does not
+//   match); LogOp views point into the given bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace vmstore::internal {
+
+enum class LogOpKind : uint8_t { kPut = 1, kDelete = 2, kCreateTree = 3, kDropTree = 4 };
+
+struct LogOp {
+  LogOpKind kind;
+  std::string_view tree;
+  std::string_view key;    // put, delete
+  std::string_view value;  // put
+};
+
+struct LogRecordHeader {
+  uint32_t crc;
+  uint32_t length;  // payload bytes
+  uint64_t salt;
+  uint64_t offset;  // of this record in the log file
+  uint32_t epoch;
+  uint32_t count;  // operations in the payload
+};
+static_assert(sizeof(LogRecordHeader) == 32);
+
+// Bytes the record of these operations occupies (header, payload, padding).
+size_t recordSize(std::span<const LogOp> ops);
+// Writes the record into out (recordSize(ops) bytes).
+void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out);
+
+// What decodeRecord found at an offset.
+enum class RecordCheck {
+  kValid,
+  kShort,     // fewer bytes than the header or its payload: the end of the log
+  kMismatch,  // checksum, salt, offset, epoch or contents do not match: the end too
+};
+// Decodes the record at the start of `bytes`, expected to carry salt (0: any salt, which
+// is then returned in *salt), offset and epoch. On kValid, *size is the record's size
+// and *ops its operations.
+RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_t offset, uint32_t epoch,
+                         size_t* size, std::vector<LogOp>* ops);
+
+}  // namespace vmstore::internal
