@@ -5,7 +5,17 @@
 // - Engine::open creates a fresh database in config.dir with the given tables (each an
 //   ordered map of byte strings, unsigned-byte order), honouring config.poolBytes as the
 //   engine's cache budget and configured as fairly as the engine allows (documented in
-//   each adapter: direct I/O where it has it, no log and no sync unless config.durable).
+//   each adapter: direct I/O where it has it; logging and syncing as config.durability
+//   says, mapped onto the engine's own settings in each adapter's header comment).
+// - config.durability (vmstore's own enum, so there is one way to say it):
+//     kNone   no log, no sync (as the vmcache paper ran every engine; the default here)
+//     kAsync  every committed write is logged or written to the OS when the call returns
+//             (it survives a crash of the process, not necessarily a power cut)
+//     kSync   every committed write is on stable storage when the call returns
+//   A put or del outside begin()/commit() is a committed write of its own (in kSync:
+//   synced before it returns), so "synchronous puts" mean the same on every engine.
+//   Engines without a log (hashbm) support only kNone: supports() says so, and the
+//   runner refuses the others with std::invalid_argument.
 // - Engine::session() is called once per worker thread; a Session is used by one thread.
 // - begin()/commit() bracket a transaction (TPC-C); engines without transactions treat
 //   them as no-ops, engines with a single writer (LMDB) serialize write transactions.
@@ -22,13 +32,22 @@
 #include <string_view>
 #include <vector>
 
+#include "vmstore/options.hpp"
+
 namespace vmstore::bench {
+
+using Durability = vmstore::Durability;
+
+// "sync", "async", "none".
+const char* durabilityName(Durability d);
+// Parses "sync", "async" or "none" (exactly); false for anything else.
+bool parseDurability(std::string_view text, Durability* out);
 
 struct EngineConfig {
   std::string dir;          // an empty or non-existent directory, owned by the engine
   uint64_t poolBytes = 0;   // cache budget
   unsigned threads = 1;     // worker threads that will hold sessions
-  bool durable = false;     // log and sync commits (false: as the paper ran them)
+  Durability durability = Durability::kNone;  // see the contract above
 };
 
 struct EngineStats {
@@ -36,6 +55,8 @@ struct EngineStats {
   uint64_t evictions = 0;     // pages evicted from the cache
   uint64_t bytesRead = 0;     // from storage
   uint64_t bytesWritten = 0;  // to storage
+  uint64_t logBytes = 0;      // written to the engine's log (0 without one)
+  uint64_t logSyncs = 0;      // flushes of the log to stable storage (fsync, fdatasync)
 };
 
 // Called with each entry in order; return false to stop.
@@ -65,6 +86,11 @@ class Engine {
   virtual std::string name() const = 0;
   // tables: the names of the tables; Session calls refer to them by index.
   virtual void open(const EngineConfig& config, const std::vector<std::string>& tables) = 0;
+  // Whether open() accepts config.durability == d.
+  virtual bool supports(Durability d) const {
+    (void)d;
+    return true;
+  }
   virtual std::unique_ptr<Session> session() = 0;
   virtual EngineStats stats() { return {}; }
   // Flushes what the engine needs to and releases everything.

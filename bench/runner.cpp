@@ -337,6 +337,15 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
         "; micro-benchmarks: " + joinNames(MicroRegistry::instance().names()) + ")");
   }
   std::unique_ptr<Engine> engine = makeEngine(given.engine);  // invalid_argument if unknown
+  if (!engine->supports(given.durability)) {
+    std::string offered;
+    for (Durability d : {Durability::kSync, Durability::kAsync, Durability::kNone}) {
+      if (engine->supports(d)) offered += std::string(offered.empty() ? "" : ", ") + durabilityName(d);
+    }
+    throw std::invalid_argument("engine " + given.engine + " does not support --durability=" +
+                                durabilityName(given.durability) + " (it supports: " + offered +
+                                ")");
+  }
 
   RunOptions opts = given;
   if (opts.data == 0) opts.data = workload->defaultData();
@@ -346,7 +355,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   BenchDir dir(opts.dir, io.removeTempDirOnSignal && opts.dir.empty());
 
   if (log != nullptr) {
-    *log << "vmstore bench " << opts.workload << ": engine " << opts.engine << ", data "
+    *log << "vmstore bench " << opts.workload << ": engine " << opts.engine << ", durability "
+         << durabilityName(opts.durability) << ", data "
          << opts.data << ", pool " << opts.pool / kMiB << " MiB, threads " << opts.threads
          << ", " << opts.seconds << " s, in " << dir.path() << "\n"
          << std::flush;
@@ -356,7 +366,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   config.dir = dir.path();
   config.poolBytes = opts.pool;
   config.threads = opts.threads;
-  config.durable = false;
+  config.durability = opts.durability;
   engine->open(config, workload->tables());
   bool open = true;
   // Closes the engine on every path out (an error while it runs included).
@@ -437,6 +447,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     return n;
   };
   EngineStats prev = engine->stats();
+  const EngineStats atStart = prev;
   uint64_t prevTlb = tlbShootdowns();
   uint64_t prevTx = 0;
   const auto start = Clock::now();
@@ -461,7 +472,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
          << fixed((st.bytesWritten - prev.bytesWritten) / kMiB / dt, 1) << ','
          << st.pageMisses - prev.pageMisses << ',' << st.evictions - prev.evictions << ','
          << (tlb >= prevTlb ? tlb - prevTlb : 0) << ',' << opts.engine << ',' << opts.workload
-         << ',' << opts.threads << '\n'
+         << ',' << opts.threads << ',' << durabilityName(opts.durability) << '\n'
          << std::flush;
     prev = st;
     prevTlb = tlb;
@@ -491,9 +502,12 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   engine->close();
   const double closeSeconds = secondsSince(closeStart);
 
+  // The log's figures are the measured phase's (the load's writes are not in them).
+  auto since = [](uint64_t now, uint64_t then) { return now > then ? now - then : 0; };
   std::ostringstream json;
   json << "{\"engine\":" << jsonString(opts.engine) << ",\"workload\":"
        << jsonString(opts.workload) << ",\"threads\":" << opts.threads
+       << ",\"durability\":" << jsonString(durabilityName(opts.durability))
        << ",\"data\":" << opts.data << ",\"pool\":" << opts.pool
        << ",\"tx_per_s\":" << fixed(result.txPerSec, 1) << ",\"tx\":" << result.totalTx
        << ",\"load_s\":" << fixed(result.loadSeconds, 3)
@@ -502,7 +516,9 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"page_misses\":" << result.stats.pageMisses
        << ",\"evictions\":" << result.stats.evictions
        << ",\"bytes_read\":" << result.stats.bytesRead
-       << ",\"bytes_written\":" << result.stats.bytesWritten;
+       << ",\"bytes_written\":" << result.stats.bytesWritten
+       << ",\"log_bytes\":" << since(result.stats.logBytes, atStart.logBytes)
+       << ",\"log_syncs\":" << since(result.stats.logSyncs, atStart.logSyncs);
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
   }

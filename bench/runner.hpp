@@ -6,11 +6,12 @@
 //   worker threads it starts) and returns its result; the CLI (tools/bench.cpp) and the
 //   tests (tests/bench/bench_test.cpp) both call it.
 // - Output goes to RunnerIo::out (the CSV header, one row per measured second, and as
-//   the last line one JSON object) and to opts.csv when set (the same CSV rows);
+//   the last line one JSON object; its log_bytes and log_syncs are the engine's log
+//   writes and syncs during the measured phase, its other counters totals since open) and to opts.csv when set (the same CSV rows);
 //   progress and messages go to RunnerIo::log. Either stream may be null (discarded).
-// - Unknown workload or engine names, engines this build lacks, and bad option values
-//   throw std::invalid_argument with a message that lists the valid names (the CLI
-//   exits 2). Engine and workload failures (a wrong answer, an engine error) throw
+// - Unknown workload or engine names, engines this build lacks, a durability the engine
+//   does not support (hashbm has no log) and bad option values throw
+//   std::invalid_argument with a message that lists the valid names (the CLI exits 2). Engine and workload failures (a wrong answer, an engine error) throw
 //   std::runtime_error after the engine is closed and the temporary directory removed.
 // - Problems found by --check do not throw: RunResult::problems lists them (ok false).
 #pragma once
@@ -31,7 +32,7 @@ inline constexpr uint64_t kDefaultPoolBytes = 1ull << 30;
 // The CSV header of every workload run (micro-benchmarks write their own).
 inline constexpr const char* kCsvHeader =
     "second,tx,read_mb_s,written_mb_s,page_misses,evictions,tlb_shootdowns,engine,workload,"
-    "threads";
+    "threads,durability";
 
 struct RunnerIo {
   std::ostream* out = nullptr;  // CSV rows and the JSON line

@@ -37,6 +37,7 @@ struct RunOptions {
   std::string csv;          // also write the CSV rows here
   bool check = false;       // run the workload's consistency checks after the run
   std::string distribution = "zipfian";  // ycsb: zipfian (0.99) or uniform
+  Durability durability = Durability::kNone;  // the engine's logging and syncing (engine.hpp)
 };
 
 // What one worker has done so far; the runner reads it every second.

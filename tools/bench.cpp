@@ -26,14 +26,20 @@ void printBenchHelp() {
   std::printf(
       "usage: vmstore bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE]\n"
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
-      "                     [--distribution=zipfian|uniform]\n"
+      "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
+      "                           [--durability=sync|async|none]\n"
       "\n"
       "Loads WORKLOAD into a fresh database of engine E, runs N worker threads for S\n"
       "seconds and prints one CSV row per second, then one JSON line (the last line of\n"
       "stdout). Progress goes to stderr. Defaults: --engine=vmstore --threads=2\n"
-      "--seconds=10 --pool=1G, --data per workload (lookup 10M tuples, ycsb-* 1M records,\n"
-      "tpcc 4 warehouses), a temporary directory removed afterwards.\n"
+      "--seconds=10 --pool=1G --durability=none, --data per workload (lookup 10M tuples,\n"
+      "ycsb-* 1M records, tpcc 4 warehouses), a temporary directory removed afterwards.\n"
+      "\n"
+      "--durability: none = no log, no sync (as the vmcache paper ran every engine); async =\n"
+      "each committed write is in the OS page cache when it returns (survives a crash of\n"
+      "the process); sync = each committed write is on stable storage when it returns.\n"
+      "Each engine's mapping is in its adapter, bench/engines/*.cpp (hashbm: none only).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -60,6 +66,16 @@ double parseSeconds(const Args& args, double fallback) {
 }  // namespace
 
 double benchSeconds(const Args& args, double fallback) { return parseSeconds(args, fallback); }
+
+bench::Durability benchDurability(const Args& args) {
+  bench::Durability d = bench::Durability::kNone;
+  if (!args.has("durability")) return d;
+  const std::string text = args.str("durability", "");
+  if (!bench::parseDurability(text, &d)) {
+    throw UsageError("--durability=" + text + ": use sync, async or none");
+  }
+  return d;
+}
 
 int cmdBench(int argc, char** argv) {
   if (argc < 3 || std::strcmp(argv[2], "--help") == 0 || std::strcmp(argv[2], "-h") == 0 ||
@@ -91,7 +107,8 @@ int cmdBench(int argc, char** argv) {
              {"dir", true},
              {"csv", true},
              {"check", false},
-             {"distribution", true}});
+             {"distribution", true},
+             {"durability", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
   opts.workload = argv[2];
@@ -108,6 +125,7 @@ int cmdBench(int argc, char** argv) {
   if (args.has("csv") && opts.csv.empty()) throw UsageError("--csv needs a file name");
   opts.check = args.has("check");
   opts.distribution = args.str("distribution", opts.distribution);
+  opts.durability = benchDurability(args);
 
   bench::RunnerIo io;
   io.out = &std::cout;

@@ -29,6 +29,7 @@
 namespace vmstore::cli {
 
 double benchSeconds(const Args& args, double fallback);  // bench.cpp
+bench::Durability benchDurability(const Args& args);     // bench.cpp
 
 namespace {
 
@@ -121,7 +122,11 @@ std::string plot(const std::string& outDir) {
 
 int cmdBenchSuite(int argc, char** argv) {
   Args args(argc, argv, 3,
-            {{"seconds", true}, {"out", true}, {"threads", true}, {"engines", true}});
+            {{"seconds", true},
+             {"out", true},
+             {"threads", true},
+             {"engines", true},
+             {"durability", true}});
   args.requirePositionals(0, 0);
   const double seconds = benchSeconds(args, kDefaultSuiteSeconds);
   const uint64_t threads = args.count("threads", 2, 1);
@@ -129,16 +134,32 @@ int cmdBenchSuite(int argc, char** argv) {
   std::string outDir = args.str("out", "");
   if (args.has("out") && outDir.empty()) throw UsageError("--out must not be empty");
   if (outDir.empty()) outDir = "bench-results/" + timestamp();
+  const bench::Durability durability = benchDurability(args);
+  const char* durabilityName = bench::durabilityName(durability);
   std::vector<std::string> engines = bench::engineNames();
   if (args.has("engines")) {
     engines = splitList(args.str("engines", ""));
     for (const std::string& e : engines) {
       try {
-        bench::makeEngine(e);
+        if (!bench::makeEngine(e)->supports(durability)) {
+          throw UsageError("engine " + e + " does not support --durability=" + durabilityName);
+        }
       } catch (const std::invalid_argument& err) {
         throw UsageError(err.what());
       }
     }
+  } else {
+    // Every engine of the build that offers this durability (hashbm has no log).
+    std::vector<std::string> offering;
+    for (const std::string& e : engines) {
+      if (bench::makeEngine(e)->supports(durability)) {
+        offering.push_back(e);
+      } else {
+        std::cerr << "suite: engine " << e << " does not support --durability="
+                  << durabilityName << "; skipping it\n";
+      }
+    }
+    engines = offering;
   }
   if (engines.empty()) throw UsageError("no engines to run");
 
@@ -158,7 +179,8 @@ int cmdBenchSuite(int argc, char** argv) {
   std::ofstream jsonl(outDir + "/results.jsonl");
   std::ofstream summaryCsv(outDir + "/summary.csv");
   if (!jsonl || !summaryCsv) throw Failure(kExitFailure, "cannot write into " + outDir);
-  summaryCsv << "case,engine,workload,threads,data,pool,tx_per_s,load_s,seconds,status\n";
+  summaryCsv
+      << "case,engine,workload,threads,data,pool,tx_per_s,load_s,seconds,status,durability\n";
 
   const size_t total = cases.size() * engines.size();
   std::cerr << "vmstore bench suite: " << total << " runs (" << cases.size() << " workloads x "
@@ -168,7 +190,7 @@ int cmdBenchSuite(int argc, char** argv) {
                  return s;
                }()
             << "), " << seconds << " s each plus loading, " << threads
-            << " threads; results in " << outDir << "\n";
+            << " threads, durability " << durabilityName << "; results in " << outDir << "\n";
   for (const SuiteCase* c : cases) std::cerr << "  " << c->label << ": " << c->what << "\n";
 
   // case label -> engine -> tx/s (negative: failed)
@@ -188,6 +210,7 @@ int cmdBenchSuite(int argc, char** argv) {
       opts.data = c->data;
       opts.pool = c->pool;
       opts.seconds = seconds;
+      opts.durability = durability;
       opts.csv = outDir + "/" + c->label + "-" + engine + ".csv";
       bench::RunnerIo io;  // no stdout, no progress: the suite prints its own lines
       io.removeTempDirOnSignal = true;
@@ -211,7 +234,8 @@ int cmdBenchSuite(int argc, char** argv) {
       }
       summaryCsv << c->label << "," << engine << "," << c->workload << "," << threads << ","
                  << c->data << "," << c->pool << "," << result.txPerSec << ","
-                 << result.loadSeconds << "," << result.measuredSeconds << "," << status << "\n"
+                 << result.loadSeconds << "," << result.measuredSeconds << "," << status << ","
+                 << durabilityName << "\n"
                  << std::flush;
     }
   }
@@ -221,7 +245,8 @@ int cmdBenchSuite(int argc, char** argv) {
   // The summary table: engines down, cases across, transactions per second.
   std::ostringstream out;
   out << "\nvmstore bench suite: transactions per second (" << threads << " threads, "
-      << seconds << " s each; lookups: 2,000,000 tuples; tpcc: 2 warehouses)\n\n";
+      << seconds << " s each, durability " << durabilityName
+      << "; lookups: 2,000,000 tuples; tpcc: 2 warehouses)\n\n";
   char cell[64];
   std::snprintf(cell, sizeof cell, "%-12s", "engine");
   out << cell;

@@ -1,10 +1,12 @@
 // hashbm: vmstore's own B+tree over the traditional hash-table buffer manager
 // (src/buffer/hash_buffer_manager.hpp). The control experiment of the benchmark: the same
 // tree code and page format as the vmstore engine, with page-id translation through a
-// hash table instead of the page table. Like the vmstore engine: no log, no sync; the
-// data file is opened with O_DIRECT where the filesystem allows it.
+// hash table instead of the page table. No log, no sync: it supports durability=none
+// only (supports() says so; the runner refuses sync and async for it). The data file is
+// opened with O_DIRECT where the filesystem allows it.
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,8 +78,13 @@ class HashbmSession : public Session {
 class HashbmEngine : public Engine {
  public:
   std::string name() const override { return "hashbm"; }
+  bool supports(Durability d) const override { return d == Durability::kNone; }
 
   void open(const EngineConfig& config, const std::vector<std::string>& tables) override {
+    if (!supports(config.durability)) {
+      throw std::invalid_argument(std::string("hashbm has no log: durability=") +
+                                  durabilityName(config.durability) + " is not available (only none)");
+    }
     std::filesystem::create_directories(config.dir);
     Status st = file_.open(config.dir + "/hashbm.data", true);
     if (!st.ok()) throw std::runtime_error("hashbm: open: " + st.toString());

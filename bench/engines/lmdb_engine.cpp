@@ -8,9 +8,19 @@
 //   LMDB's recommended setting for write throughput), MDB_NOTLS (a read transaction
 //   belongs to a Session, not to a thread, and a session may live on any worker
 //   thread), MDB_NORDAHEAD (random access: no kernel readahead; LMDB recommends it when
-//   the data exceeds RAM), and when !durable MDB_NOSYNC | MDB_NOMETASYNC ("no log, no
-//   sync": LMDB has no log; commits do not msync/fsync, the kernel writes dirty pages
-//   back). When durable, every commit syncs (LMDB's default).
+//   the data exceeds RAM).
+// - Durability (config.durability; LMDB has no log, a commit writes the copy-on-write
+//   pages and the meta page into the map):
+//     none   MDB_NOSYNC | MDB_NOMETASYNC ("no log, no sync", as the paper ran it):
+//            commits neither msync nor fsync, the kernel writes dirty pages back
+//     async  MDB_NOSYNC: a commit's pages are in the shared mapping (the OS page cache)
+//            when it returns, not synced: it survives a crash of the process; close()
+//            syncs
+//     sync   LMDB's default flags: every commit syncs the map (msync, MDB_WRITEMAP) and
+//            its meta page before it returns. LMDB admits one writer at a time, so there
+//            is no group commit: concurrent writers queue for the write lock
+//   A put or del outside begin()/commit() is its own write transaction, committed (and
+//   in sync mode synced) before it returns.
 // - Map size: 64 GiB (VMSTORE_LMDB_MAP_GIB overrides it). With MDB_WRITEMAP LMDB sizes
 //   the data file to the map size at open, as a sparse file: only written pages take
 //   disk space.
@@ -271,7 +281,7 @@ class LmdbEngine final : public Engine {
     if (ec) {
       throw std::runtime_error("lmdb: open: create " + config.dir + ": " + ec.message());
     }
-    durable_ = config.durable;
+    durability_ = config.durability;
 
     check("mdb_env_create", mdb_env_create(&env_));
     try {
@@ -283,7 +293,8 @@ class LmdbEngine final : public Engine {
       unsigned readers = std::max(126u, 2 * config.threads + 16);
       check("mdb_env_set_maxreaders", mdb_env_set_maxreaders(env_, readers));
       unsigned flags = MDB_WRITEMAP | MDB_NOTLS | MDB_NORDAHEAD;
-      if (!config.durable) flags |= MDB_NOSYNC | MDB_NOMETASYNC;
+      if (config.durability == Durability::kNone) flags |= MDB_NOSYNC | MDB_NOMETASYNC;
+      if (config.durability == Durability::kAsync) flags |= MDB_NOSYNC;
       check("mdb_env_open", mdb_env_open(env_, config.dir.c_str(), flags, 0644));
       maxKey_ = static_cast<size_t>(mdb_env_get_maxkeysize(env_));
 
@@ -325,7 +336,7 @@ class LmdbEngine final : public Engine {
 
   void close() override {
     if (env_ == nullptr) return;
-    if (durable_) mdb_env_sync(env_, 1);
+    if (durability_ != Durability::kNone) mdb_env_sync(env_, 1);
     mdb_env_close(env_);
     env_ = nullptr;
     dbis_.clear();
@@ -335,7 +346,7 @@ class LmdbEngine final : public Engine {
   MDB_env* env_ = nullptr;
   std::vector<MDB_dbi> dbis_;
   size_t maxKey_ = 511;
-  bool durable_ = false;
+  Durability durability_ = Durability::kNone;
   EngineStats base_;  // processCounters() at open
 };
 

@@ -1,6 +1,7 @@
 // makeEngine() and engineNames() over the EngineRegistry: each adapter registers itself
 // (a static Registrar in its own .cpp); this file knows only the comparison order and
 // which Debian package each competitor needs, for a clear message when it is missing.
+// Also the names of the durability modes (durabilityName, parseDurability).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,28 @@ constexpr KnownEngine kKnownEngines[] = {
 };
 
 }  // namespace
+
+const char* durabilityName(Durability d) {
+  switch (d) {
+    case Durability::kSync:
+      return "sync";
+    case Durability::kAsync:
+      return "async";
+    case Durability::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+bool parseDurability(std::string_view text, Durability* out) {
+  for (Durability d : {Durability::kSync, Durability::kAsync, Durability::kNone}) {
+    if (text == durabilityName(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
 
 std::vector<std::string> engineNames() {
   std::vector<std::string> registered = EngineRegistry::instance().names();

@@ -9,9 +9,21 @@
 // - direct_io=[checkpoint,data]: table files bypass the OS page cache, so the WiredTiger
 //   cache is the only cache. If the file system refuses O_DIRECT (EINVAL, e.g. an old
 //   tmpfs), the database is re-created without it and a note goes to stderr.
-// - No log, no sync unless config.durable: log=(enabled=false), checkpoint_sync=false and
-//   no checkpoints until close. When durable: log enabled, transaction_sync=(enabled=true,
-//   method=fsync), i.e. every commit is logged and fsynced.
+// - Durability (config.durability), in the wiredtiger_open configuration; no
+//   checkpoints until close in every mode:
+//     none   log=(enabled=false), checkpoint_sync=false: as the paper ran it
+//     async  log=(enabled=true), transaction_sync=(enabled=true,method=none): each commit
+//            writes its log record to the log file (the OS page cache) before it returns,
+//            without a sync: it survives a crash of the process. (transaction_sync=
+//            (enabled=false) would not: its records "may be buffered in memory" until a
+//            checkpoint, a log file switch or a synced commit; WiredTiger's
+//            tune_durability page.) No periodic sync is added.
+//     sync   log=(enabled=true), transaction_sync=(enabled=true,method=fsync): each commit
+//            is logged and fsynced before it returns; WiredTiger groups the flushes of
+//            concurrent commits (its group commit)
+//   An auto-committed operation (outside begin()/commit()) takes the same commit path, so
+//   in sync mode each is synced. stats(): logBytes = "log: log bytes written", logSyncs =
+//   "log: log sync operations".
 // - statistics=(fast): the connection counters stats() reads.
 // - Each Session is one WT_SESSION (isolation=read-uncommitted, the lowest level, as the
 //   paper ran it) with one cursor per table for reads/puts/scans and one overwrite=false
@@ -273,6 +285,8 @@ class WtEngine final : public Engine {
                    read(WT_STAT_CONN_CACHE_EVICTION_DIRTY);   // modified pages evicted
     st.bytesRead = read(WT_STAT_CONN_BLOCK_BYTE_READ);      // block-manager: bytes read
     st.bytesWritten = read(WT_STAT_CONN_BLOCK_BYTE_WRITE);  // block-manager: bytes written
+    st.logBytes = read(WT_STAT_CONN_LOG_BYTES_WRITTEN);     // log: log bytes written
+    st.logSyncs = read(WT_STAT_CONN_LOG_SYNC);              // log: log sync operations
     c->close(c);
     return st;
   }
@@ -307,10 +321,16 @@ class WtEngine final : public Engine {
     unsigned sessions = std::max(100u, 2 * config.threads + 32);
     std::string cfg = "create,cache_size=" + std::to_string(cache) +
                       ",session_max=" + std::to_string(sessions) + ",statistics=(fast)";
-    if (config.durable) {
-      cfg += ",log=(enabled=true),transaction_sync=(enabled=true,method=fsync)";
-    } else {
-      cfg += ",log=(enabled=false),checkpoint_sync=false";
+    switch (config.durability) {
+      case Durability::kSync:
+        cfg += ",log=(enabled=true),transaction_sync=(enabled=true,method=fsync)";
+        break;
+      case Durability::kAsync:
+        cfg += ",log=(enabled=true),transaction_sync=(enabled=true,method=none)";
+        break;
+      case Durability::kNone:
+        cfg += ",log=(enabled=false),checkpoint_sync=false";
+        break;
     }
     if (directIo) cfg += ",direct_io=[checkpoint,data]";
     // For experiments only: appended last, so it overrides the settings above.

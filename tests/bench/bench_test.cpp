@@ -150,7 +150,8 @@ TEST_P(WorkloadOnEngine, RunsAtTinyScale) {
   ASSERT_GE(stdoutLines.size(), 3u) << out.str();
   EXPECT_EQ(stdoutLines.front(), kCsvHeader);
   for (size_t i = 1; i + 1 < stdoutLines.size(); ++i) {
-    EXPECT_EQ(commas(stdoutLines[i]), 9u) << stdoutLines[i];
+    EXPECT_EQ(commas(stdoutLines[i]), 10u) << stdoutLines[i];
+    EXPECT_TRUE(stdoutLines[i].ends_with(",none")) << stdoutLines[i];
   }
   EXPECT_EQ(stdoutLines.back(), result.json);
   std::map<std::string, std::string> json;
@@ -158,6 +159,9 @@ TEST_P(WorkloadOnEngine, RunsAtTinyScale) {
   EXPECT_EQ(json["engine"], c.engine);
   EXPECT_EQ(json["workload"], c.workload);
   EXPECT_EQ(json["threads"], "2");
+  EXPECT_EQ(json["durability"], "none");  // the default: as the paper ran every engine
+  EXPECT_EQ(json["log_bytes"], "0");
+  EXPECT_EQ(json["log_syncs"], "0");
   EXPECT_EQ(json["data"], std::to_string(opts.data));
   EXPECT_EQ(json["pool"], std::to_string(opts.pool));
   EXPECT_GT(std::stod(json["tx_per_s"]), 0);
