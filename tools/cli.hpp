@@ -85,7 +85,8 @@ void writeOut(std::string_view bytes);
 // Opens `dir`. Errors become Failure(1) with a message; with create=false a missing
 // database is "no vmstore database in DIR". Corruption is Failure(corrupt_exit).
 std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_size,
-                                       bool create, int corrupt_exit = kExitFailure);
+                                       bool create, int corrupt_exit = kExitFailure,
+                                       Durability durability = Durability::kSync);
 // Opens tree `name`; a missing tree (create=false) is Failure(1) "no tree NAME".
 Tree* openTree(Database& db, std::string_view name, bool create);
 // Closes and turns an error into Failure(1).

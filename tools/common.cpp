@@ -103,7 +103,7 @@ void check(const Status& s, std::string_view what) {
 }
 
 std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_size,
-                                       bool create, int corrupt_exit) {
+                                       bool create, int corrupt_exit, Durability durability) {
   std::error_code ec;
   if (!create && !fs::exists(dir, ec)) {
     throw Failure(kExitFailure, "no vmstore database in " + dir + ": directory does not exist");
@@ -114,6 +114,7 @@ std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_siz
   Options options;
   options.pool_size = pool_size;
   options.create = create;
+  options.durability = durability;
   std::unique_ptr<Database> db;
   Status s = Database::open(dir, options, &db);
   if (s.ok()) return db;

@@ -156,8 +156,8 @@ int cmdDemo(int argc, char** argv) {
   char key[kKeySize];
   char value[kValueSize];
 
-  // 1. Load, in key order, by one thread.
-  auto db = openDatabase(dir, pool, /*create=*/true);
+  // 1. Load, in key order, by one thread: a bulk load, durable when it closes (no log).
+  auto db = openDatabase(dir, pool, /*create=*/true, kExitFailure, Durability::kNone);
   Tree* tree = openTree(*db, "", /*create=*/true);
   Progress load(stdout, "loading", rows);
   for (uint64_t i = 0; i < rows; ++i) {

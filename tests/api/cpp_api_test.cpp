@@ -557,7 +557,7 @@ TEST_F(CppApiTest, StatsHitsAfterGets) {
 TEST(CppStats, LoadBiggerThanThePool) {
   std::string dir = freshDir();
   std::unique_ptr<Database> db;
-  VMS_ASSERT_OK(Database::open(dir, "pool_size=1M", &db));
+  VMS_ASSERT_OK(Database::open(dir, "durability=async,pool_size=1M", &db));
   Tree* t = nullptr;
   VMS_ASSERT_OK(db->openTree("", true, &t));
   const int n = scaled(20000, 8000);  // ~ 20000 * 300 B = 6 MB vs a 1 MiB pool

@@ -50,7 +50,7 @@ const Golden& golden() {
     fs::remove_all(out->dir, ec);
     fs::create_directories(tmpRoot(), ec);
     std::unique_ptr<Database> db;
-    Status s = Database::open(out->dir, "pool_size=1M", &db);
+    Status s = Database::open(out->dir, "durability=async,pool_size=1M", &db);
     EXPECT_TRUE(s.ok()) << s.toString();
     if (!s.ok()) return out;
     const int n = scaled(6000, 4000);  // ~3+ MB of pages vs a 1 MiB pool
@@ -437,7 +437,7 @@ TEST(UncleanShutdown, ExitAfterSyncWithoutCloseKeepsEverything) {
 TEST(UncleanShutdown, KilledWhileOpenWithoutWrites) {
   const std::string dir = freshDir();
   {
-    std::unique_ptr<Database> db = openDb(dir, "pool_size=1M");
+    std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=1M");
     ASSERT_NE(db, nullptr);
     Tree* t = nullptr;
     VMS_ASSERT_OK(db->openTree("", true, &t));

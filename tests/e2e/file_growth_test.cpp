@@ -45,7 +45,7 @@ TEST(FileGrowth, InsertDeleteRoundsStayBounded) {
   const std::string dir = freshDir();
   // A pool that holds a round's data (~20 MB): this test is about page reuse, and
   // eviction with O_DIRECT I/O would make it slow (the out-of-memory tests cover that).
-  std::unique_ptr<Database> db = openDb(dir, "pool_size=64M");
+  std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=64M");
   ASSERT_NE(db, nullptr);
   Tree* tree = nullptr;
   VMS_ASSERT_OK(db->openTree("", true, &tree));
@@ -93,7 +93,7 @@ TEST(FileGrowth, InsertDeleteRoundsStayBounded) {
 
 TEST(FileGrowth, CreateAndDropTreesRepeatedly) {
   const std::string dir = freshDir();
-  std::unique_ptr<Database> db = openDb(dir, "pool_size=4M");
+  std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=4M");
   ASSERT_NE(db, nullptr);
   Tree* keep = nullptr;
   VMS_ASSERT_OK(db->openTree("keep", true, &keep));
@@ -146,14 +146,14 @@ TEST(FileGrowth, FreeSpaceIsReusedAcrossReopens) {
   Sizes first{};
   for (int round = 1; round <= 6; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    std::unique_ptr<Database> db = openDb(dir, "pool_size=64M");
+    std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=64M");
     ASSERT_NE(db, nullptr);
     Tree* tree = nullptr;
     VMS_ASSERT_OK(db->openTree("", true, &tree));
     for (uint64_t i = 0; i < n; ++i) VMS_ASSERT_OK(tree->put(beKey(mix64(i)), growthValue(i, round)));
     VMS_ASSERT_OK(db->close());
     db.reset();  // (close() releasing the lock is tested in cpp_api_test)
-    db = openDb(dir, "pool_size=64M");
+    db = openDb(dir, "durability=async,pool_size=64M");
     ASSERT_NE(db, nullptr);
     VMS_ASSERT_OK(db->openTree("", false, &tree));
     std::string v;

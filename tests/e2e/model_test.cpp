@@ -45,7 +45,7 @@ bool tracing() {
 // Small scale keeps the ops per seed (fewer would not outgrow the 1 MiB pool) and runs fewer seeds.
 int opsPerSeed() { return 5000; }
 
-constexpr const char* kConfig = "pool_size=1M";
+constexpr const char* kConfig = "durability=async,pool_size=1M";
 
 class ModelRun {
  public:

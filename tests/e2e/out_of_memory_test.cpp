@@ -50,7 +50,7 @@ TEST(OutOfMemory, DataTenTimesThePool) {
   // small scale cannot shrink the pool further, so it only trims the key count a little.
   const uint64_t pool = 1ull << 20;
   const uint64_t n = scaled<uint64_t>(70000, 60000);
-  const std::string config = "pool_size=" + std::to_string(pool);
+  const std::string config = "durability=async,pool_size=" + std::to_string(pool);
 
   std::unique_ptr<Database> db = openDb(dir, config);
   ASSERT_NE(db, nullptr);
@@ -121,7 +121,7 @@ TEST(OutOfMemory, DataTenTimesThePool) {
 // Large values (each in a page of its own) 10x the pool, overwritten once.
 TEST(OutOfMemory, LargeValuesTenTimesThePool) {
   const std::string dir = freshDir();
-  std::unique_ptr<Database> db = openDb(dir, "pool_size=1M");
+  std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=1M");
   ASSERT_NE(db, nullptr);
   Tree* tree = nullptr;
   VMS_ASSERT_OK(db->openTree("big", true, &tree));
@@ -142,7 +142,7 @@ TEST(OutOfMemory, LargeValuesTenTimesThePool) {
   }
   VMS_ASSERT_OK(db->close());
   db.reset();  // (close() releasing the lock is tested in cpp_api_test)
-  db = openDb(dir, "pool_size=1M");
+  db = openDb(dir, "durability=async,pool_size=1M");
   ASSERT_NE(db, nullptr);
   VMS_ASSERT_OK(db->openTree("big", false, &tree));
   for (int i = 0; i < n; ++i) {

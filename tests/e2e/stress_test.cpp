@@ -281,7 +281,7 @@ void validateAll(Tree* tree, const std::vector<Worker>& workers) {
 
 TEST(Stress, FourThreadsMixedOnASharedTree) {
   const std::string dir = freshDir();
-  std::unique_ptr<Database> db = openDb(dir, "pool_size=1M");
+  std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=1M");
   ASSERT_NE(db, nullptr);
 
   std::vector<Worker> workers(kThreads);
@@ -336,7 +336,7 @@ TEST(Stress, FourThreadsMixedOnASharedTree) {
   VMS_ASSERT_OK(db->close());
 
   db.reset();  // (close() releasing the lock is tested in cpp_api_test)
-  db = openDb(dir, "pool_size=1M,create=false");
+  db = openDb(dir, "durability=async,pool_size=1M,create=false");
   ASSERT_NE(db, nullptr);
   VMS_ASSERT_OK(db->openTree("stress", false, &tree));
   ASSERT_NO_FATAL_FAILURE(validateAll(tree, workers));
@@ -350,7 +350,7 @@ TEST(Stress, FourThreadsMixedOnASharedTree) {
 // every scan must be strictly ordered and every value must belong to its key.
 TEST(Stress, ScansDuringWritesStayOrdered) {
   const std::string dir = freshDir();
-  std::unique_ptr<Database> db = openDb(dir, "pool_size=1M");
+  std::unique_ptr<Database> db = openDb(dir, "durability=async,pool_size=1M");
   ASSERT_NE(db, nullptr);
   Tree* tree = nullptr;
   VMS_ASSERT_OK(db->openTree("", true, &tree));
