@@ -18,7 +18,7 @@ namespace vmstore::internal {
 
 namespace {
 
-constexpr uint64_t kGrowthStep = 16ull << 20;  // first size, and the unit of growth
+constexpr uint64_t kMaxGrowthStep = 16ull << 20;
 constexpr size_t kReadChunk = 1 << 20;
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
@@ -117,7 +117,9 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
 Status OpLog::startWriting(uint32_t epoch) {
   // The address space for the mapping: twice log_size (a writer checkpoints once the log
   // passes log_size, and writes in flight meanwhile need room), plus room for a large batch.
-  limit_ = roundUp(2 * options_.log_size + (256ull << 20), kGrowthStep);
+  // The unit of growth: a quarter of log_size, from 1 MiB to 16 MiB.
+  step_ = std::clamp(roundUp(options_.log_size / 4, 1ull << 20), 1ull << 20, kMaxGrowthStep);
+  limit_ = roundUp(2 * options_.log_size + (256ull << 20), step_);
   void* p = mmap(nullptr, limit_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
   base_ = static_cast<uint8_t*>(p);
@@ -125,7 +127,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   salt_ = newSalt();
   if (fd_ >= 0) {
     std::lock_guard g(appendMutex_);
-    Status s = grow(std::min(fileBytes() / kGrowthStep * kGrowthStep, limit_));  // what the file holds
+    Status s = grow(std::min(fileBytes() / step_ * step_, limit_));  // what the file holds
     if (!s.ok()) return s;
   }
   begin(epoch);
@@ -135,7 +137,9 @@ Status OpLog::startWriting(uint32_t epoch) {
 
 Status OpLog::grow(uint64_t need) {
   if (need <= capacity_) return Status::OK();
-  uint64_t cap = std::min(limit_, roundUp(std::max({need, capacity_ * 2, kGrowthStep}), kGrowthStep));
+  // Doubling, but not far past log_size: a checkpoint recycles the log once it is there.
+  uint64_t want = std::max({need, std::min(capacity_ * 2, options_.log_size + step_), step_});
+  uint64_t cap = std::min(limit_, roundUp(want, step_));
   if (cap < need) return Status::Busy("log full");
   if (fd_ < 0) {
     Status s = create();

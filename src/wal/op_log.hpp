@@ -97,6 +97,7 @@ class OpLog {
   uint32_t epoch_ = 0;
   uint8_t* base_ = nullptr;  // reservation of limit_ bytes; [0, capacity_) mapped
   uint64_t limit_ = 0;
+  uint64_t step_ = 0;  // growth unit
   uint64_t capacity_ = 0;
 
   std::mutex appendMutex_;
