@@ -118,7 +118,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   // The address space for the mapping: twice log_size (a writer checkpoints once the log
   // passes log_size, and writes in flight meanwhile need room), plus room for a large batch.
   // The unit of growth: a quarter of log_size, from 1 MiB to 16 MiB.
-  step_ = std::clamp(roundUp(options_.log_size / 4, 1ull << 20), 1ull << 20, kMaxGrowthStep);
+  step_ = std::clamp<uint64_t>(roundUp(options_.log_size / 4, 1ull << 20), 1ull << 20, kMaxGrowthStep);
   limit_ = roundUp(2 * options_.log_size + (256ull << 20), step_);
   void* p = mmap(nullptr, limit_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
