@@ -115,11 +115,11 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
 }
 
 Status OpLog::startWriting(uint32_t epoch) {
-  // The address space for the mapping: twice log_size (a writer checkpoints once the log
-  // passes log_size, and writes in flight meanwhile need room), plus room for a large batch.
   // The unit of growth: a quarter of log_size, from 1 MiB to 16 MiB.
   step_ = std::clamp<uint64_t>(roundUp(options_.log_size / 4, 1ull << 20), 1ull << 20, kMaxGrowthStep);
-  limit_ = roundUp(2 * options_.log_size + (256ull << 20), step_);
+  // The address space for the mapping: four times log_size (a writer checkpoints once the
+  // log passes log_size; writes in flight meanwhile need room), plus room for a batch.
+  limit_ = roundUp(4 * options_.log_size + (32ull << 20), step_);
   void* p = mmap(nullptr, limit_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
   base_ = static_cast<uint8_t*>(p);

@@ -1,0 +1,265 @@
+// Tests of the operation log (wal/op_log.hpp) and its record format (wal/log_record.hpp).
+#include "wal/op_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "os/fault_io.hpp"
+#include "unit_util.hpp"
+
+namespace vmstore::internal {
+namespace {
+
+using vmsunit::ScratchDir;
+
+Options logOptions(Durability d = Durability::kSync, uint64_t logSize = 4ull << 20) {
+  Options o;
+  o.durability = d;
+  o.log_size = logSize;
+  return o;
+}
+
+std::vector<std::vector<std::string>> replayAll(OpLog& log, uint32_t epoch, ReplayInfo* info) {
+  std::vector<std::vector<std::string>> out;
+  Status s = log.replay(epoch, [&](std::span<const LogOp> ops) {
+    std::vector<std::string> r;
+    for (const LogOp& op : ops) {
+      r.push_back(std::to_string(static_cast<int>(op.kind)) + "|" + std::string(op.tree) + "|" + std::string(op.key) +
+                  "|" + std::string(op.value));
+    }
+    out.push_back(r);
+    return Status::OK();
+  }, info);
+  EXPECT_TRUE(s.ok()) << s.toString();
+  return out;
+}
+
+TEST(LogRecord, RoundTripsAndRejectsEveryDamage) {
+  std::string big(3000, 'v');
+  LogOp ops[] = {{LogOpKind::kPut, "t", "key", big}, {LogOpKind::kDelete, "", "k2", {}},
+                 {LogOpKind::kCreateTree, "new", {}, {}}, {LogOpKind::kDropTree, "old", {}, {}}};
+  size_t size = recordSize(ops);
+  ASSERT_EQ(size % 8, 0u);
+  std::vector<uint8_t> buf(size);
+  encodeRecord(ops, 77, 4096, 5, buf.data());
+  uint64_t salt = 0;
+  size_t got = 0;
+  std::vector<LogOp> out;
+  ASSERT_EQ(decodeRecord(buf, &salt, 4096, 5, &got, &out), RecordCheck::kValid);
+  EXPECT_EQ(salt, 77u);
+  EXPECT_EQ(got, size);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].value, big);
+  EXPECT_EQ(out[1].key, "k2");
+  EXPECT_EQ(out[2].tree, "new");
+  EXPECT_EQ(out[3].kind, LogOpKind::kDropTree);
+  // Wrong expectations.
+  salt = 78;
+  EXPECT_EQ(decodeRecord(buf, &salt, 4096, 5, &got, &out), RecordCheck::kMismatch);
+  salt = 0;
+  EXPECT_EQ(decodeRecord(buf, &salt, 0, 5, &got, &out), RecordCheck::kMismatch);
+  EXPECT_EQ(decodeRecord(buf, &salt, 4096, 6, &got, &out), RecordCheck::kMismatch);
+  // Every single flipped byte of header or payload, and every truncation.
+  const size_t used = sizeof(LogRecordHeader) + 4 * 11 + (1 + 3 + 3000) + 2 + 3 + 3;  // no padding after
+  ASSERT_LE(used, size);
+  for (size_t i = 0; i < used; i += 7) {
+    std::vector<uint8_t> bad = buf;
+    bad[i] ^= 0x40;
+    salt = 0;
+    EXPECT_NE(decodeRecord(bad, &salt, 4096, 5, &got, &out), RecordCheck::kValid) << "byte " << i;
+  }
+  for (size_t n : {size_t{0}, size_t{31}, size_t{32}, size / 2, size - 9}) {
+    salt = 0;
+    EXPECT_NE(decodeRecord(std::span<const uint8_t>(buf.data(), n), &salt, 4096, 5, &got, &out), RecordCheck::kValid)
+        << n << " bytes";
+  }
+}
+
+TEST(OpLog, AppendedRecordsReplayInOrderAfterReopen) {
+  ScratchDir dir;
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(3));
+    for (int i = 0; i < 1000; i++) {
+      std::string k = "k" + std::to_string(i), v(i % 50, 'x');
+      LogOp op{LogOpKind::kPut, "", k, v};
+      UNIT_ASSERT_OK(log.reserve(recordSize({&op, 1})));
+      uint64_t lsn = log.append({&op, 1});
+      if (i % 100 == 0) UNIT_ASSERT_OK(log.waitDurable(lsn));
+    }
+    UNIT_ASSERT_OK(log.close());
+  }
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  auto recs = replayAll(log, 3, &info);
+  ASSERT_EQ(recs.size(), 1000u);
+  EXPECT_EQ(info.records, 1000u);
+  EXPECT_EQ(recs[999][0], "1||k999|" + std::string(999 % 50, 'x'));
+  // Another epoch's view of the same file: nothing.
+  EXPECT_TRUE(replayAll(log, 4, &info).empty());
+  EXPECT_TRUE(replayAll(log, 2, &info).empty());
+}
+
+TEST(OpLog, RecycledLogNeverReplaysTheOldIntervalOrAnotherSession) {
+  ScratchDir dir;
+  auto put = [](OpLog& log, const std::string& k) {
+    LogOp op{LogOpKind::kPut, "", k, "v"};
+    EXPECT_TRUE(log.reserve(recordSize({&op, 1})).ok());
+    log.append({&op, 1});
+  };
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    for (int i = 0; i < 100; i++) put(log, "old" + std::to_string(i));
+    log.begin(2);  // a checkpoint committed epoch 1
+    put(log, "new");
+    UNIT_ASSERT_OK(log.close());
+  }
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    ReplayInfo info;
+    auto recs = replayAll(log, 2, &info);
+    ASSERT_EQ(recs.size(), 1u) << "records of epoch 1 behind the recycled start were replayed";
+    EXPECT_EQ(recs[0][0], "1||new|v");
+    // A new session (new salt) writing epoch 2 from the start again, shorter: its first
+    // record overwrites "new"; old records of the other session later in the file stay.
+    UNIT_ASSERT_OK(log.startWriting(2));
+    put(log, "s2");
+    UNIT_ASSERT_OK(log.close());
+  }
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  auto recs = replayAll(log, 2, &info);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0][0], "1||s2|v");
+}
+
+TEST(OpLog, ReplayStopsAtATornRecord) {
+  ScratchDir dir;
+  uint64_t ends[3];
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    for (int i = 0; i < 3; i++) {
+      std::string k = "k" + std::to_string(i), v(600, static_cast<char>('a' + i));
+      LogOp op{LogOpKind::kPut, "", k, v};
+      UNIT_ASSERT_OK(log.reserve(recordSize({&op, 1})));
+      ends[i] = log.append({&op, 1});
+    }
+    UNIT_ASSERT_OK(log.close());
+  }
+  // Damage one byte in the middle of the second record.
+  int fd = ::open(dir.file(OpLog::kFileName).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  char c = 'Z';
+  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(ends[0] + 300)), 1);
+  ::close(fd);
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  auto recs = replayAll(log, 1, &info);
+  EXPECT_EQ(recs.size(), 1u) << "a record after a torn one was replayed";
+  EXPECT_EQ(info.bytes, ends[0]);
+}
+
+TEST(OpLog, ConcurrentCommittersShareFlushes) {
+  ScratchDir dir;
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+  UNIT_ASSERT_OK(log.startWriting(1));
+  const int threads = 8, each = 50;
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < threads; t++) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < each; i++) {
+        std::string k = std::to_string(t) + ":" + std::to_string(i);
+        LogOp op{LogOpKind::kPut, "", k, "v"};
+        if (!log.reserve(recordSize({&op, 1})).ok()) failures++;
+        if (!log.waitDurable(log.append({&op, 1})).ok()) failures++;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_LT(log.flushes(), static_cast<uint64_t>(threads * each)) << "no flush served two committers";
+  EXPECT_GT(log.flushes(), 0u);
+  UNIT_ASSERT_OK(log.close());
+  OpLog again;
+  UNIT_ASSERT_OK(again.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  replayAll(again, 1, &info);
+  EXPECT_EQ(info.records, static_cast<uint64_t>(threads * each));
+}
+
+TEST(OpLog, FailedFlushIsNeverRetried) {
+  ScratchDir dir;
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    Status told;
+    log.onSyncFailure = [&](const Status& s) { told = s; };
+    faults.fail({FaultIo::Op::kSync, "log.vms", 0, 1, EIO});
+    LogOp op{LogOpKind::kPut, "", "k", "v"};
+    UNIT_ASSERT_OK(log.reserve(recordSize({&op, 1})));
+    uint64_t lsn = log.append({&op, 1});
+    Status s = log.waitDurable(lsn);
+    EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
+    EXPECT_EQ(told.code(), Status::Code::kIOError);
+    uint64_t syncs = faults.calls(FaultIo::Op::kSync);
+    // The rule fired once only; a retry would now succeed, and must not happen.
+    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
+    EXPECT_EQ(log.failure().code(), Status::Code::kIOError);
+    EXPECT_EQ(faults.calls(FaultIo::Op::kSync), syncs) << "a failed flush was retried";
+    log.close();
+  }
+  setIo(prev);
+}
+
+TEST(OpLog, FullDeviceFailsTheReservationNotAStore) {
+  ScratchDir dir;
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 8ull << 20)));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    faults.spaceLimit(2ull << 20);
+    std::string v(3000, 'x');
+    LogOp op{LogOpKind::kPut, "", "k", v};
+    Status s;
+    int n = 0;
+    for (; n < 100000; n++) {
+      s = log.reserve(recordSize({&op, 1}));
+      if (!s.ok()) break;
+      log.append({&op, 1});
+    }
+    EXPECT_EQ(s.code(), Status::Code::kNoSpace) << s.toString();
+    EXPECT_GT(n, 0);
+    faults.clearSpaceLimit();
+    UNIT_ASSERT_OK(log.reserve(recordSize({&op, 1})));  // space again: logging goes on
+    log.append({&op, 1});
+    UNIT_ASSERT_OK(log.close());
+    OpLog again;
+    UNIT_ASSERT_OK(again.open(dir.str(), logOptions()));
+    ReplayInfo info;
+    replayAll(again, 1, &info);
+    EXPECT_EQ(info.records, static_cast<uint64_t>(n + 1));
+  }
+  setIo(prev);
+}
+
+}  // namespace
+}  // namespace vmstore::internal
