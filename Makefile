@@ -3,6 +3,8 @@
 #   make build      install missing Debian packages, configure and build build/release
 #   make test       release tests, ASan+UBSan tests (build/asan), install check; summary
 #   make tsan       build build/tsan (ThreadSanitizer) and run the tests there
+#   make crash-test the long crash runs: 1,000 SIGKILL cycles of a writer (make test runs
+#                   50) and 64 power cuts per durability mode (make test: 16), release build
 #   make run        build, then run `build/release/vmstore bench suite`: every engine on
 #                   in-memory lookups, out-of-memory lookups and TPC-C (a few minutes),
 #                   one summary table, CSV and plots under ./bench-results/<timestamp>/
@@ -66,7 +68,7 @@ define run_ctest
 endef
 
 .PHONY: all deps build build-release build-asan build-tsan test test-release test-asan \
-        check-install python-test tsan run demo install clean
+        check-install python-test tsan crash-test run demo install clean
 
 all: build
 
@@ -124,6 +126,14 @@ test: deps
 
 tsan: build-tsan
 	$(call run_ctest,$(TSAN_DIR),$(TSAN_ENV))
+
+CRASH_CYCLES ?= 1000
+POWER_CUTS   ?= 64
+crash-test: build
+	@echo "== crash test: $(CRASH_CYCLES) kill cycles, $(POWER_CUTS) power cuts per mode"
+	@mkdir -p $(RELEASE_DIR)/test-tmp
+	@cd $(RELEASE_DIR)/test-tmp && VMSTORE_CRASH_CYCLES=$(CRASH_CYCLES) VMSTORE_POWER_CUTS=$(POWER_CUTS) \
+	  ../vmstore_tests --gtest_filter='Crash.*:PowerLoss.*'
 
 # $(call require_cli): fail with a message when the CLI was not built.
 define require_cli

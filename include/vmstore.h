@@ -71,6 +71,16 @@ const char* vms_last_error(void);
  *                    with false a missing database is VMS_EINVAL, nothing created
  *   max_size=SIZE    largest the data file may grow (default 1T); reserves address
  *                    space only
+ *   durability=MODE  sync (default): vms_put, vms_delete and vms_write return once their
+ *                    log record is on stable storage (concurrent writers share a flush);
+ *                    async: once it is in the OS page cache (survives a crash of the
+ *                    process; a power cut loses at most sync_interval ms); none: no log,
+ *                    only vms_sync/vms_close are durable, a crash reopens at the last one
+ *   sync_interval=MS with async, the log is flushed at least this often (1..60000,
+ *                    default 100)
+ *   log_size=SIZE    a writer that finds the log larger checkpoints, so the log file
+ *                    stays near this size (1M..64G, default 1G)
+ *   direct_io=BOOL   O_DIRECT for the data file where allowed (default true)
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
  * superblock, an existing but empty file): VMS_ECORRUPT. The address space for

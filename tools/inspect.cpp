@@ -55,6 +55,15 @@ int cmdStats(int argc, char** argv) {
   line("pages_written", st.pages_written);
   line("restarts", st.restarts);
   line("release_calls", st.release_calls);
+  line("checkpoints", st.checkpoints);
+  line("log_bytes", st.log_bytes);
+  line("log_file_size", humanBytes(st.log_file_bytes));
+  // What this open recovered: an interrupted checkpoint completed, log records replayed.
+  line("recovered_checkpoint", st.recovered_checkpoint ? "yes" : "no");
+  line("recovered_records", st.recovered_records);
+  line("recovered_operations", st.recovered_operations);
+  line("recovered_bytes", st.recovered_bytes);
+  line("recovery_time", std::to_string(st.recovery_us / 1000) + "." + std::to_string(st.recovery_us / 100 % 10) + " ms");
   closeDatabase(db);
   return kExitOk;
 }

@@ -252,6 +252,9 @@ TEST(CApiOpen, BadConfigIsEinvalAndCreatesNothing) {
       "bogus_key=1",       "pool_size=12Q",         "pool_size=",           "pool_size=-1",
       "pool_size=99999999999T", "create=maybe",      "max_size=lots",        "pool_size",
       "pool_size=4M,bogus_key=1", "create=",         "pool_size=4M,create=maybe",
+      "durability=fast",   "durability=",           "durability=SYNC",      "sync_interval=0",
+      "sync_interval=60001", "sync_interval=10ms",  "sync_interval=1K",     "log_size=512K",
+      "log_size=65G",      "log_size=big",          "direct_io=sometimes",  "direct_io=",
   };
   int i = 0;
   for (const char* config : bad) {
@@ -289,7 +292,11 @@ TEST(CApiOpen, GoodConfigs) {
                         "pool_size=1M",
                         "pool_size=2048K,create=true",
                         "create=true,pool_size=1M,max_size=1G",
-                        "max_size=1T"};
+                        "max_size=1T",
+                        "durability=sync",
+                        "durability=async,sync_interval=1",
+                        "durability=none,direct_io=false",
+                        "log_size=1M,sync_interval=60000,direct_io=true"};
   int i = 0;
   for (const char* config : good) {
     SCOPED_TRACE(config == nullptr ? "(NULL)" : config);

@@ -221,6 +221,31 @@ TEST_F(CliTest, Stats) {
   Result r = cli({"stats", dir_});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("pages"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("checkpoints: "), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("recovered_records: 0\n"), std::string::npos) << "a clean close left records: " << describe(r);
+}
+
+TEST_F(CliTest, StatsShowsTheRecoveryOfACrashedWriter) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::unique_ptr<Database> db;
+    if (!Database::open(dir_, "pool_size=1M,durability=sync", &db).ok()) _exit(3);
+    Tree* t = nullptr;
+    if (!db->openTree("", true, &t).ok()) _exit(4);
+    for (int i = 0; i < 10; i++) {
+      if (!t->put("k" + std::to_string(i), "v").ok()) _exit(5);
+    }
+    raise(SIGKILL);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  Result r = cli({"stats", dir_});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("recovered_records: 11\n"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("tree (default): 10 keys"), std::string::npos) << describe(r);
+  r = cli({"check", dir_});
+  EXPECT_EQ(r.code, 0) << describe(r);
 }
 
 TEST_F(CliTest, CheckHealthyAndCorrupted) {
