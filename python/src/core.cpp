@@ -648,6 +648,15 @@ class DbCore {
     d["free_pages"] = s.free_pages;
     d["file_bytes"] = s.file_bytes;
     d["trees"] = s.trees;
+    d["log_bytes"] = s.log_bytes;
+    d["log_file_bytes"] = s.log_file_bytes;
+    d["log_flushes"] = s.log_flushes;
+    d["checkpoints"] = s.checkpoints;
+    d["recovered_records"] = s.recovered_records;
+    d["recovered_operations"] = s.recovered_operations;
+    d["recovered_bytes"] = s.recovered_bytes;
+    d["recovered_checkpoint"] = s.recovered_checkpoint;
+    d["recovery_us"] = s.recovery_us;
     return d;
   }
 

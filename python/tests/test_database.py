@@ -80,12 +80,36 @@ def test_sync_and_stats(db):
         "free_pages",
         "file_bytes",
         "trees",
+        "log_bytes",
+        "log_file_bytes",
+        "log_flushes",
+        "checkpoints",
+        "recovered_records",
+        "recovered_operations",
+        "recovered_bytes",
+        "recovered_checkpoint",
+        "recovery_us",
     }
     assert all(isinstance(v, int) for v in stats.values())
     assert stats["pool_pages"] == (16 << 20) // 4096
     assert 0 < stats["resident_pages"] <= stats["pool_pages"]
     assert stats["pages_written"] > 0 and stats["file_bytes"] > 0
     assert stats["trees"] == 1
+    assert stats["checkpoints"] >= 1 and stats["log_bytes"] == 0  # the sync recycled the log
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "none"])
+def test_durability_modes(db_path, mode):
+    with vmstore.open(db_path, pool_size="4M", durability=mode) as db:
+        db.tree()[b"k"] = b"v"
+        assert (db.stats()["log_bytes"] > 0) == (mode != "none")
+    with vmstore.open(db_path, pool_size="4M") as db:
+        assert db.tree()[b"k"] == b"v"
+
+
+def test_bad_durability_raises(db_path):
+    with pytest.raises(ValueError, match="durability"):
+        vmstore.open(db_path, durability="sometimes")
 
 
 def test_data_larger_than_the_pool(db_path):
