@@ -398,7 +398,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
     if (st.isNotFound()) {
       if (!create) return st;
       LogOp op{LogOpKind::kCreateTree, name, {}, {}};
-      st = writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, nullptr, &DatabaseImpl::writable, [&] {
+      st = writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, KeyLock{}, &DatabaseImpl::writable, [&] {
         root = BTree::create(*bm_);
         try {
           catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
@@ -424,7 +424,7 @@ Status DatabaseImpl::dropTree(std::string_view name) {
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none
   // is logged after the drop. A drop only frees pages: allowed on a full device.
-  return writeUnder<std::unique_lock<std::shared_mutex>>({&op, 1}, nullptr, &DatabaseImpl::notPoisoned, [&] {
+  return writeUnder<std::unique_lock<std::shared_mutex>>({&op, 1}, KeyLock{}, &DatabaseImpl::notPoisoned, [&] {
     uint64_t root;
     Status st = catalogLookup(name, &root);
     if (!st.ok()) return st;
@@ -549,14 +549,14 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
   if (st.ok()) st = validateValue(value);
   if (!st.ok()) return st;
   LogOp op{LogOpKind::kPut, t->name, key, value};
-  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, &keyLocks_.of(t, key), &DatabaseImpl::writable, [&] {
+  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, KeyLock{t, key}, &DatabaseImpl::writable, [&] {
     t->btree.put(asBytes(key), asBytes(value));
     return Status::OK();
   });
 }
 
 template <class Lock, class Fn>
-Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, std::mutex* keyLock, Status (DatabaseImpl::*allowed)(),
+Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(),
                                 Fn&& change) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
@@ -584,7 +584,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, std::mutex* keyLock,
     }
     markChanged();
     std::unique_lock<std::mutex> key;
-    if (keyLock != nullptr && size != 0) key = std::unique_lock(*keyLock);
+    if (keyLock.tree != nullptr && size != 0) key = std::unique_lock(keyLocks_.of(keyLock.tree, keyLock.key));
     st = guarded(change);
     if (size != 0) {
       if (st.ok()) {
@@ -638,7 +638,7 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
   LogOp op{LogOpKind::kDelete, t->name, key, {}};
-  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, &keyLocks_.of(t, key), &DatabaseImpl::writable, [&] {
+  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, KeyLock{t, key}, &DatabaseImpl::writable, [&] {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
   });
@@ -647,13 +647,15 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
 Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees) {
   // Exclusive: no other writer interleaves (so the undo below restores exactly what the
   // batch changed), and no checkpoint falls inside the batch.
-  std::vector<LogOp> ops;
-  ops.reserve(batch.count());
-  for (size_t i = 0; i < batch.count(); i++) {
-    const WriteBatch::Op& op = batch.ops()[i];
-    ops.push_back({op.isPut ? LogOpKind::kPut : LogOpKind::kDelete, trees[i]->name, op.key, op.value});
+  std::vector<LogOp> ops;  // the batch's log record
+  if (logging()) {
+    ops.reserve(batch.count());
+    for (size_t i = 0; i < batch.count(); i++) {
+      const WriteBatch::Op& op = batch.ops()[i];
+      ops.push_back({op.isPut ? LogOpKind::kPut : LogOpKind::kDelete, trees[i]->name, op.key, op.value});
+    }
   }
-  return writeUnder<std::unique_lock<std::shared_mutex>>(ops, nullptr, &DatabaseImpl::writable, [&] {
+  return writeUnder<std::unique_lock<std::shared_mutex>>(ops, KeyLock{}, &DatabaseImpl::writable, [&] {
     struct Undo {
       TreeImpl* tree;
       const std::string* key;

@@ -105,11 +105,15 @@ class DatabaseImpl {
   // Status, and an auto-checkpoint after it.
   //
   // `allowed` says whether the write may go on (writable(), or notPoisoned() for a drop,
-  // which only frees pages). With the log on, ops are the change's log record, appended after the change applied
-  // (while the key lock `keyLock`, if any, is held); a change that returns anything but
-  // OK is not logged.
+  // which only frees pages). With the log on, ops are the change's log record, appended
+  // after the change applied, while the lock of keyLock's key (if any) is held; a change
+  // that returns anything but OK is not logged.
+  struct KeyLock {  // a put's or delete's key (none: {})
+    const TreeImpl* tree = nullptr;
+    std::string_view key;
+  };
   template <class Lock, class Fn>
-  Status writeUnder(std::span<const LogOp> ops, std::mutex* keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change);
+  Status writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change);
   bool logging() const { return log_.writing() && !replaying_; }
   // Waits for the log flush covering lsn (durability sync), then runs the checkpoint the
   // log or journal size asks for.
