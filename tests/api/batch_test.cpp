@@ -121,17 +121,9 @@ TEST(CApiBatch, TreeOfAnotherDatabaseWritesNothing) {
   EXPECT_EQ(vms_close(db2), VMS_OK);
 }
 
-// Installs a fault-injecting Io for the life of the object.
-struct FaultScope {
-  FaultScope() { prev = vmstore::internal::setIo(&io); }
-  ~FaultScope() { vmstore::internal::setIo(prev); }
-  vmstore::internal::FaultIo io;
-  vmstore::internal::Io* prev;
-};
-
 TEST(CApiBatch, StorageErrorPartWayUndoesTheBatch) {
   FaultScope scope;
-  vmstore::internal::FaultIo& faults = scope.io;
+  vmstore::internal::FaultIo& faults = scope.io();
   std::string dir = freshDir();
   vms_db* db;
   ASSERT_EQ(vms_open(dir.c_str(), "pool_size=1M", &db), VMS_OK);

@@ -17,22 +17,7 @@ namespace {
 using namespace vmstest;
 using vmstore::internal::FaultIo;
 
-class FaultScope {
- public:
-  FaultScope() { prev_ = vmstore::internal::setIo(&io_); }
-  ~FaultScope() { vmstore::internal::setIo(prev_); }
-  FaultIo& io() { return io_; }
 
- private:
-  FaultIo io_;
-  vmstore::internal::Io* prev_;
-};
-
-void expectCheckOk(vmstore::Database* db) {
-  std::vector<std::string> problems;
-  Status s = db->check(&problems);
-  EXPECT_TRUE(s.ok()) << s.toString() << (problems.empty() ? "" : ": " + problems[0]);
-}
 
 TEST(Durability, ConcurrentSyncWritersShareLogFlushes) {
   std::string dir = freshDir();

@@ -22,16 +22,6 @@ using vmstore::internal::FaultIo;
 using Op = FaultIo::Op;
 
 // Installs a FaultIo for the life of the object (before any database opens).
-class FaultScope {
- public:
-  FaultScope() { prev_ = vmstore::internal::setIo(&io_); }
-  ~FaultScope() { vmstore::internal::setIo(prev_); }
-  FaultIo& io() { return io_; }
-
- private:
-  FaultIo io_;
-  vmstore::internal::Io* prev_;
-};
 
 // Runs fn in a forked child that then dies by SIGKILL, as a crashed process does;
 // the child reports through a pipe: fn writes status bytes, the parent gets them all.
@@ -72,11 +62,6 @@ bool holdsVersion(vmstore::Tree* t, int version, int n) {
   return true;
 }
 
-void expectCheckOk(vmstore::Database* db) {
-  std::vector<std::string> problems;
-  Status s = db->check(&problems);
-  EXPECT_TRUE(s.ok()) << s.toString() << (problems.empty() ? "" : ": " + problems[0]);
-}
 
 // Item 1 (and 8): a failed sync never lets a crash reopen to content that no sync had.
 void failedSyncThenCrash(const char* failingFile, bool mayHoldVersion1) {

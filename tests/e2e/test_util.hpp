@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "os/fault_io.hpp"
 #include "vmstore.h"
 #include "vmstore/vmstore.hpp"
 
@@ -414,5 +415,26 @@ inline KV reversed(KV v) {
   std::reverse(v.begin(), v.end());
   return v;
 }
+
+// check() finds nothing wrong (the first problem is printed otherwise).
+inline void expectCheckOk(vmstore::Database* db) {
+  std::vector<std::string> problems;
+  Status s = db->check(&problems);
+  EXPECT_TRUE(s.ok()) << s.toString() << (problems.empty() ? "" : ": " + problems[0]);
+}
+
+// Installs a fault-injecting Io (os/fault_io.hpp) for the life of the object.
+class FaultScope {
+ public:
+  FaultScope() { prev_ = vmstore::internal::setIo(&io_); }
+  ~FaultScope() { vmstore::internal::setIo(prev_); }
+  FaultScope(const FaultScope&) = delete;
+  FaultScope& operator=(const FaultScope&) = delete;
+  vmstore::internal::FaultIo& io() { return io_; }
+
+ private:
+  vmstore::internal::FaultIo io_;
+  vmstore::internal::Io* prev_;
+};
 
 }  // namespace vmstest
