@@ -167,9 +167,7 @@ void OpLog::begin(uint32_t epoch) {
     covered = lsnBase_;
     bytes_.store(0, std::memory_order_relaxed);
   }
-  std::lock_guard g(syncMutex_);
-  durable_ = std::max(durable_, covered);
-  synced_.notify_all();
+  advanceDurable(covered);
 }
 
 Status OpLog::reserve(size_t bytes) {
@@ -201,40 +199,53 @@ uint64_t OpLog::append(std::span<const LogOp> ops) {
   return lsn;
 }
 
+void OpLog::advanceDurable(uint64_t lsn) {
+  uint64_t d = durable_.load(std::memory_order_acquire);
+  while (d < lsn && !durable_.compare_exchange_weak(d, lsn, std::memory_order_acq_rel)) {
+  }
+  flushEvents_.fetch_add(1, std::memory_order_release);
+  flushEvents_.notify_all();
+}
+
 Status OpLog::waitDurable(uint64_t lsn) {
-  std::unique_lock g(syncMutex_);
-  while (durable_ < lsn) {
-    if (failed_) return failure_;
-    if (flushing_) {
-      synced_.wait(g);
+  // No mutex: waiters sleep on the flush-event counter (a futex) and re-check the
+  // durable position themselves, so the end of a flush does not queue every waiter
+  // through one lock before the next flush can begin.
+  while (durable_.load(std::memory_order_acquire) < lsn) {
+    uint32_t events = flushEvents_.load(std::memory_order_acquire);
+    if (failed_.load(std::memory_order_acquire)) return failure();
+    if (durable_.load(std::memory_order_acquire) >= lsn) break;
+    bool idle = false;
+    if (!flushing_.compare_exchange_strong(idle, true, std::memory_order_acq_rel)) {
+      flushEvents_.wait(events, std::memory_order_acquire);  // a flush is running
       continue;
     }
-    // Flush for everyone: everything appended so far.
-    flushing_ = true;
+    // This thread flushes, for everyone: everything appended so far.
     uint64_t target = endLsn_.load(std::memory_order_acquire);
-    g.unlock();
     int r = io().fdatasync(fd_, path_);
     Status st = r == 0 ? Status::OK() : ioError("cannot sync log", path_);
-    g.lock();
-    flushing_ = false;
     flushes_.fetch_add(1, std::memory_order_relaxed);
     if (!st.ok()) {
-      failed_ = true;
-      failure_ = st;
-      synced_.notify_all();
-      g.unlock();
+      {
+        std::lock_guard g(syncMutex_);
+        failure_ = st;
+      }
+      failed_.store(true, std::memory_order_release);
+      flushing_.store(false, std::memory_order_release);
+      advanceDurable(0);  // wakes the waiters, which find the failure
       if (onSyncFailure) onSyncFailure(st);
       return st;
     }
-    durable_ = std::max(durable_, target);
-    synced_.notify_all();
+    flushing_.store(false, std::memory_order_release);
+    advanceDurable(target);
   }
   return Status::OK();
 }
 
 Status OpLog::failure() {
+  if (!failed_.load(std::memory_order_acquire)) return Status::OK();
   std::lock_guard g(syncMutex_);
-  return failed_ ? failure_ : Status::OK();
+  return failure_;
 }
 
 void OpLog::flusherLoop() {
@@ -242,9 +253,9 @@ void OpLog::flusherLoop() {
   std::unique_lock g(syncMutex_);
   while (!stop_) {
     wake_.wait_for(g, interval, [&] { return stop_; });
-    if (stop_ || failed_) continue;
+    if (stop_ || failed_.load(std::memory_order_acquire)) continue;
     uint64_t end = endLsn_.load(std::memory_order_acquire);
-    if (end <= durable_) continue;
+    if (end <= durable_.load(std::memory_order_acquire)) continue;
     g.unlock();
     waitDurable(end);
     g.lock();

@@ -87,6 +87,7 @@ class OpLog {
  private:
   Status create();
   Status grow(uint64_t need);  // appendMutex_ held
+  void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
   void flusherLoop();
 
   Options options_;
@@ -107,11 +108,11 @@ class OpLog {
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};
 
-  std::mutex syncMutex_;
-  std::condition_variable synced_;
-  uint64_t durable_ = 0;
-  bool flushing_ = false;
-  bool failed_ = false;
+  std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
+  std::atomic<bool> flushing_{false};     // a thread is in fdatasync for everyone
+  std::atomic<uint32_t> flushEvents_{0};  // counts flush ends: what waiters sleep on
+  std::atomic<bool> failed_{false};
+  std::mutex syncMutex_;                  // failure_, stop_
   Status failure_;
   std::atomic<uint64_t> flushes_{0};
 
