@@ -37,8 +37,10 @@ const Command kCommands[] = {
 #ifdef VMSTORE_WITH_BENCH
     {"bench",
      "bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE] [--seconds=S] "
-     "[--dir=DIR] [--csv=FILE] [--check] [--distribution=zipfian|uniform]\n"
-     "  vmstore bench suite [--seconds=S] [--out=DIR]",
+     "[--dir=DIR] [--csv=FILE] [--check] [--distribution=zipfian|uniform] "
+     "[--durability=sync|async|none]\n"
+     "  vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...] "
+     "[--durability=sync|async|none]",
      "benchmarks: lookup, ycsb-a..f, tpcc, micro-benchmarks on five engines "
      "('bench --help')",
      vmstore::cli::cmdBench},
