@@ -1,5 +1,5 @@
 // hashbm: vmstore's own B+tree over the traditional hash-table buffer manager
-// (src/buffer/hash_buffer_manager.hpp). The control experiment of the benchmark: the same
+// (bench/hashbm/hash_buffer_manager.hpp). The control experiment of the benchmark: the same
 // tree code and page format as the vmstore engine, with page-id translation through a
 // hash table instead of the page table. No log, no sync: it supports durability=none
 // only (supports() says so; the runner refuses sync and async for it). The data file is
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "btree/btree_impl.hpp"
-#include "buffer/hash_buffer_manager.hpp"
+#include "hashbm/hash_buffer_manager.hpp"
 #include "engine.hpp"
 #include "workload.hpp"
 

@@ -34,8 +34,8 @@ struct LeafBatch {
   std::string fence;
 };
 
-// BM: BufferManager (vmcache) or HashBufferManager (the traditional design, for the
-// benchmark's control experiment); the tree code is the same for both.
+// BM: BufferManager (vmcache) or HashBufferManager (bench/hashbm/, the traditional
+// design, for the benchmark's control experiment); the tree code is the same for both.
 template <class BM>
 class BasicBTree {
  public:

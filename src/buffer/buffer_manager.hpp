@@ -86,8 +86,9 @@ class BufferManager {
     }
     return optimisticBeginSlow(pid);
   }
-  // The access protocol the guards use (guards.hpp), shared with HashBufferManager: the
-  // page is found once, at optimisticBegin, and validated / upgraded by that address.
+  // The access protocol the guards use (guards.hpp), shared with HashBufferManager
+  // (bench/hashbm/): the page is found once, at optimisticBegin, and validated /
+  // upgraded by that address.
   uint64_t optimisticBegin(uint64_t pid, Page** page) {
     *page = pageAt(pid);
     return optimisticBegin(pid);

@@ -11,8 +11,8 @@
 // - GuardS<T>: shared, from a pid (waits).
 // T is a struct laid over the whole page (its first member is the PageHeader).
 // BM is the buffer manager: BufferManager (vmcache: the page address is pid arithmetic)
-// or HashBufferManager (the traditional design: a hash table finds the frame). Both
-// offer the protocol of buffer_manager.hpp: optimisticBegin(pid, &page),
+// or HashBufferManager (bench/hashbm/, the traditional design: a hash table finds the
+// frame). Both offer the protocol of buffer_manager.hpp: optimisticBegin(pid, &page),
 // optimisticValid, tryUpgradeX, mayNeedRead, fixX/fixS, unfixX/unfixS(pid, page).
 #pragma once
 

@@ -1,7 +1,7 @@
 // BasicBTree over the traditional hash-table buffer manager (the benchmark's control
 // experiment: the same tree code, a different page translation).
 #include "btree/btree_impl.hpp"
-#include "buffer/hash_buffer_manager.hpp"
+#include "hashbm/hash_buffer_manager.hpp"
 
 namespace vmstore::internal {
 

@@ -1,4 +1,4 @@
-#include "buffer/hash_buffer_manager.hpp"
+#include "hashbm/hash_buffer_manager.hpp"
 
 #include <bit>
 #include <cstring>

@@ -1,7 +1,7 @@
 // HashBufferManager: the traditional buffer manager under the same B+tree
 // (BasicBTree<HashBufferManager>), checked against std::map with a pool small enough to
 // evict and write back, and under concurrent writers.
-#include "buffer/hash_buffer_manager.hpp"
+#include "hashbm/hash_buffer_manager.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
