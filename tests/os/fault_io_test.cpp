@@ -22,9 +22,7 @@
 #include <thread>
 #include <vector>
 
-#ifndef VMSTORE_TEST_TMPDIR
-#error "VMSTORE_TEST_TMPDIR must name a scratch directory"
-#endif
+#include "unit_util.hpp"
 
 namespace vmstore::internal {
 namespace {
@@ -34,36 +32,7 @@ using Op = FaultIo::Op;
 constexpr size_t kSector = 512;
 constexpr size_t kPage = 4096;
 
-// A fresh directory under VMSTORE_TEST_TMPDIR named after the running test, removed with
-// its content at the end (the small part of tests/unit_util.hpp these tests need: that
-// header pulls in the buffer manager).
-class Scratch {
- public:
-  Scratch() {
-    std::string name = "faultio";
-    if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
-      name += std::string("-") + info->test_suite_name() + "-" + info->name();
-    }
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    path_ = fs::path(VMSTORE_TEST_TMPDIR) / (name + "-" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-    fs::create_directories(path_);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using Scratch = vmsunit::ScratchDir;
 
 // An address range reserved PROT_NONE, as the engine reserves it, unmapped at the end.
 class Reservation {
