@@ -18,14 +18,20 @@
  * - Keys order as unsigned bytes; a proper prefix orders first.
  * - Limits: keys are 1 .. VMS_MAX_KEY_SIZE bytes (the empty key is not allowed),
  *   values are 0 .. VMS_MAX_VALUE_SIZE bytes. Larger ones get VMS_ETOOBIG.
- * - Durability (until the write-ahead log exists): vms_sync() and vms_close() are the
- *   durable points. Each is a checkpoint that commits atomically through the page
- *   journal (journal.vms beside data.vms): after a crash, a kill, a power cut, a full device or a failed write or
- *   sync, the next open finds exactly the last checkpoint that committed; writes since
- *   then are lost. A checkpoint that returns an error may or may not have committed.
- * - After a failed fdatasync the database is read-only: writes and vms_sync return the
- *   error until it is reopened (what reached storage is unknown). While the device
- *   refuses write-back (full, I/O errors), writes return that error and reads go on.
+ * - Durability: every put, delete, batch and tree create or drop is appended to a
+ *   write-ahead log (log.vms) before it returns; config durability= says when it returns
+ *   (sync, the default: once the record is on stable storage; async: once it is in the
+ *   OS page cache; none: no log). vms_sync() and vms_close() are checkpoints, committed
+ *   atomically through the page journal (journal.vms). After a crash, a kill or a power
+ *   cut, the next open restores the last committed checkpoint and replays the log after
+ *   it: every write acknowledged under sync (under async: all but the last
+ *   sync_interval ms after a power cut; under none: nothing after the checkpoint). A
+ *   batch is wholly present or wholly absent. A checkpoint that returns an error may or
+ *   may not have committed; the database is consistent either way.
+ * - After a failed fdatasync (log, journal or data file) the database is read-only:
+ *   writes and vms_sync return the error until it is reopened (what reached storage is
+ *   unknown). While the device refuses write-back or log space (full, I/O errors),
+ *   writes return that error (VMS_ENOSPC, VMS_EIO) having changed nothing; reads go on.
  * - Damage is reported as VMS_ECORRUPT: every page carries a CRC-32C checksum and its
  *   own id. Limit: a whole, valid, older copy of a page written back in its place (a
  *   lost or misdirected write of the device) is not detected.
@@ -89,7 +95,8 @@ const char* vms_last_error(void);
 int vms_open(const char* dir, const char* config, vms_db** db);
 /* Checkpoints (as vms_sync), releases the directory lock and the memory of the pool.
  * db and its handles must not be used afterwards (see the thread contract above).
- * An error means the last checkpoint stays the one the next open finds. */
+ * An error means the last checkpoint stays the one the next open finds (plus the log
+ * after it, unless durability=none). */
 int vms_close(vms_db* db);
 /* All writes so far are on stable storage when this returns VMS_OK (a checkpoint; it
  * writes nothing when nothing changed since the last one). */
@@ -122,8 +129,8 @@ void vms_iter_close(vms_iter* it);
  *   VMS_NOTFOUND, nothing stays. A storage error part-way: the operations before it are
  *   undone, the error returned (if the undo fails too, the database turns read-only
  *   until reopened, and the reopened database holds none of the batch).
- * - After a crash a batch is wholly present or wholly absent: no checkpoint (vms_sync,
- *   vms_close) falls inside one.
+ * - After a crash a batch is wholly present or wholly absent: it is one log record,
+ *   and no checkpoint (vms_sync, vms_close) falls inside one.
  * - While vms_write runs, other writers of the database wait; readers are not blocked
  *   and may see some of the batch's changes before others.
  * - A batch belongs to one thread; reuse it after vms_batch_clear; the trees it names

@@ -107,7 +107,8 @@ class Database {
   // Writes every page, the free-space list and the superblock, syncs, and releases the
   // directory lock. Tree handles become invalid. Calling it twice is harmless.
   Status close();
-  // All writes so far are on stable storage when this returns OK.
+  // A checkpoint: all writes so far are on stable storage when this returns OK, in the
+  // data file (the log is recycled). With durability=sync each write already was.
   Status sync();
   // Applies the batch all or nothing (vmstore/write_batch.hpp states the contract).
   Status write(const WriteBatch& batch);

@@ -10,8 +10,9 @@
 //   not an error. If an operation fails, the ones before it are undone and the error is
 //   returned: nothing of the batch stays. (If even the undo fails, the database turns
 //   read-only until reopened, and the reopened database holds none of the batch.)
-// - A checkpoint (sync, close) never falls inside a batch, so after a crash a batch is
-//   either wholly present or wholly absent: present if a checkpoint after it committed.
+// - After a crash a batch is either wholly present or wholly absent: it is one log record
+//   (appended once all of it applied; present if write() returned OK under durability
+//   sync), and no checkpoint falls inside it.
 // - While write() runs, other writers of the database wait; readers are not blocked and
 //   may see some of the batch's changes before others, and never a change undone later
 //   except while a failing batch is being undone.
