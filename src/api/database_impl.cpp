@@ -588,7 +588,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     st = guarded(change);
     if (size != 0) {
       if (st.ok()) {
-        lsn = log_.append(ops);
+        lsn = log_.append(ops, size);
       } else {
         log_.unreserve(size);
       }

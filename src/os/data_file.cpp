@@ -24,19 +24,6 @@ namespace vmstore::internal {
 
 namespace {
 
-std::string errnoText(const std::string& what, int err) {
-  return what + ": " + std::strerror(err);
-}
-
-Status ioStatus(const std::string& what, int err) {
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return Status::NoSpace(errnoText(what, err));
-  return Status::IOError(errnoText(what, err));
-}
-
-}  // namespace
-
-namespace {
-
 // Directories locked by this process, by the identity of their LOCK file. POSIX record
 // locks do not conflict within one process, so this set refuses the second open here.
 std::mutex lockedMutex;

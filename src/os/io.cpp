@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace vmstore::internal {
 
@@ -37,6 +38,12 @@ int Io::syncDir(const std::string& dir) {
   ::close(fd);
   errno = err;
   return r;
+}
+
+Status ioStatus(const std::string& what, int err) {
+  std::string m = what + ": " + std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return Status::NoSpace(std::move(m));
+  return Status::IOError(std::move(m));
 }
 
 namespace {

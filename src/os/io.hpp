@@ -11,6 +11,9 @@
 // - usesKernelOnly() is true for the POSIX backend: DataFile may then bypass these calls
 //   with io_uring for batches. A fault-injecting backend returns false, and every byte
 //   then flows through pwrite here.
+// - ioStatus(what, err) is the one translation of a failed call's errno into a Status:
+//   a full device or quota (ENOSPC, EDQUOT, EFBIG) is NoSpace, everything else IOError;
+//   the message is what + ": " + strerror(err).
 // - mapShared() maps part of a file writable and shared (MAP_SHARED | MAP_FIXED) at an
 //   address inside a reservation the caller owns: stores into it reach the file's page
 //   cache at once (they survive a crash of the process) and stable storage at the next
@@ -23,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "vmstore/status.hpp"
 
 namespace vmstore::internal {
 
@@ -46,6 +51,8 @@ class Io {
   virtual int syncDir(const std::string& dir);
   virtual bool usesKernelOnly() const { return true; }
 };
+
+Status ioStatus(const std::string& what, int err);
 
 Io& io();
 // Installs `backend` (nullptr: back to POSIX). Returns the previous one.

@@ -23,12 +23,6 @@ constexpr size_t kReadChunk = 1 << 20;
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
-Status ioError(const std::string& what, const std::string& path) {
-  int err = errno;
-  std::string m = what + " " + path + ": " + std::strerror(err);
-  return err == ENOSPC ? Status::NoSpace(m) : Status::IOError(m);
-}
-
 uint64_t newSalt() {
   std::random_device rd;
   uint64_t s = (uint64_t{rd()} << 32) ^ rd() ^
@@ -45,14 +39,14 @@ Status OpLog::open(const std::string& dir, const Options& options) {
   dir_ = dir;
   path_ = dir + "/" + kFileName;
   fd_ = io().open(path_, O_RDWR | O_CLOEXEC, 0644);
-  if (fd_ < 0 && errno != ENOENT) return ioError("cannot open log", path_);
+  if (fd_ < 0 && errno != ENOENT) return ioStatus("cannot open log " + path_, errno);
   return Status::OK();  // a missing log is an empty one; the first write creates it
 }
 
 Status OpLog::create() {
   fd_ = io().open(path_, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
-  if (fd_ < 0) return ioError("cannot create log", path_);
-  if (io().syncDir(dir_) != 0) return ioError("cannot sync directory", dir_);
+  if (fd_ < 0) return ioStatus("cannot create log " + path_, errno);
+  if (io().syncDir(dir_) != 0) return ioStatus("cannot sync directory " + dir_, errno);
   return Status::OK();
 }
 
@@ -77,7 +71,7 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
     size_t got = 0;
     while (got < want) {
       ssize_t r = io().pread(fd_, path_, window.data() + got, want - got, off + got);
-      if (r < 0) return ioError("cannot read log", path_);
+      if (r < 0) return ioStatus("cannot read log " + path_, errno);
       if (r == 0) break;
       got += static_cast<size_t>(r);
     }
@@ -148,10 +142,10 @@ Status OpLog::grow(uint64_t need) {
   // Allocated on the device before it is mapped: a store into the mapping can then never
   // meet a full device (which would be SIGBUS). What an earlier session allocated stays.
   if (cap > fileBytes() && io().fallocate(fd_, path_, cap) != 0) {
-    return ioError("cannot allocate log space in", path_);
+    return ioStatus("cannot allocate log space in " + path_, errno);
   }
   if (io().mapShared(fd_, path_, base_ + capacity_, cap - capacity_, capacity_) != 0) {
-    return ioError("cannot map log", path_);
+    return ioStatus("cannot map log " + path_, errno);
   }
   capacity_ = cap;
   return Status::OK();
@@ -187,8 +181,7 @@ void OpLog::unreserve(size_t bytes) {
   reserved_ -= bytes;
 }
 
-uint64_t OpLog::append(std::span<const LogOp> ops) {
-  size_t size = recordSize(ops);
+uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
   std::lock_guard g(appendMutex_);
   reserved_ -= size;
   encodeRecord(ops, salt_, end_, epoch_, base_ + end_);
@@ -223,7 +216,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
     // This thread flushes, for everyone: everything appended so far.
     uint64_t target = endLsn_.load(std::memory_order_acquire);
     int r = io().fdatasync(fd_, path_);
-    Status st = r == 0 ? Status::OK() : ioError("cannot sync log", path_);
+    Status st = r == 0 ? Status::OK() : ioStatus("cannot sync log " + path_, errno);
     flushes_.fetch_add(1, std::memory_order_relaxed);
     if (!st.ok()) {
       {

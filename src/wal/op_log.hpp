@@ -70,8 +70,8 @@ class OpLog {
 
   Status reserve(size_t bytes);
   void unreserve(size_t bytes);
-  // Appends the record of ops (recordSize(ops) bytes, reserved before); returns its end.
-  uint64_t append(std::span<const LogOp> ops);
+  // Appends the record of ops; size is recordSize(ops), reserved before. Returns its end.
+  uint64_t append(std::span<const LogOp> ops, size_t size);
   Status waitDurable(uint64_t lsn);
   Status flush() { return waitDurable(endLsn_.load(std::memory_order_acquire)); }
   Status failure();
