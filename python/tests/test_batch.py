@@ -6,6 +6,7 @@ import threading
 import pytest
 
 import vmstore
+from threads_util import run_threads
 
 
 def test_nothing_visible_before_write_everything_after(db):
@@ -347,26 +348,6 @@ def test_repr(db, tree):
     assert repr(b) == f"<vmstore.Batch of 0 operations on {db.path!r}>"
     b.put(tree, b"k", b"v")
     assert repr(b) == f"<vmstore.Batch of 1 operation on {db.path!r}>"
-
-
-def run_threads(target, count):
-    """Runs target(i) on count threads; re-raises the first exception of any of them."""
-    errors = []
-
-    def wrapper(i):
-        try:
-            target(i)
-        except BaseException as e:  # noqa: BLE001 (handed to the main thread)
-            errors.append(e)
-
-    threads = [threading.Thread(target=wrapper, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), "a thread hung"
-    if errors:
-        raise errors[0]
 
 
 def test_threads_never_see_half_a_batch_after_write_returns(db):

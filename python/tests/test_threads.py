@@ -8,26 +8,7 @@ import time
 import pytest
 
 import vmstore
-
-
-def run_threads(target, count):
-    """Runs target(i) on count threads; re-raises the first exception of any of them."""
-    errors = []
-
-    def wrapper(i):
-        try:
-            target(i)
-        except BaseException as e:  # noqa: BLE001 (handed to the main thread)
-            errors.append(e)
-
-    threads = [threading.Thread(target=wrapper, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), "a thread hung"
-    if errors:
-        raise errors[0]
+from threads_util import run_threads
 
 
 def test_writers_and_readers_share_a_tree(tree):

@@ -106,7 +106,9 @@ void powerLossAtSyncPoints(const std::string& durability, bool tear) {
     Status s = db->check(&problems);
     EXPECT_TRUE(s.ok()) << s.toString() << (problems.empty() ? "" : ": " + problems[0]);
   }
-  if (durability == "none") EXPECT_GT(prefixesBehind, 0) << "the test never saw a power cut lose anything";
+  if (durability == "none") {
+    EXPECT_GT(prefixesBehind, 0) << "the test never saw a power cut lose anything";
+  }
 }
 
 TEST(PowerLoss, SyncKeepsEveryAcknowledgedWrite) { powerLossAtSyncPoints("sync", false); }
