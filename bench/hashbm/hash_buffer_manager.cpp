@@ -93,7 +93,7 @@ uint64_t HashBufferManager::takeFrameLocked() {
         sealPage(p, victim);
         Status st = file_->writePage(victim, p);
         if (!st.ok()) {
-          BufferManager::markDirty(p);
+          BufferManager::setDirty(p);
           ps.unlockX();
           throw StorageError(st);
         }
@@ -247,7 +247,7 @@ Page* HashBufferManager::allocPage(PageKind kind) {
   std::memset(p, 0, kPageSize);
   p->header.kind = kind;
   p->header.pid = pid;
-  BufferManager::markDirty(p);
+  BufferManager::setDirty(p);
   return p;
 }
 

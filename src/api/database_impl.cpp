@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <new>
 #include <system_error>
+#include <thread>
 
 #include "api/validate.hpp"
 #include "os/io.hpp"
@@ -103,6 +104,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   if (s.ok() && db->file_.sizeBytes() == 0) {
     s = Status::Corruption(path + " is empty; if this database never held data, delete the file to start anew");
   }
+  if (s.ok()) s = db->migrateLegacyFiles();
   if (s.ok()) s = db->journal_.open(dir, &db->file_, options.direct_io);
   if (s.ok()) s = db->log_.open(dir, options);
   auto recoveryStart = std::chrono::steady_clock::now();
@@ -114,7 +116,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   if (s.ok() && options.durability != Durability::kNone) {
     DatabaseImpl* self = db.get();
     db->log_.onSyncFailure = [self](const Status& why) { self->poison(why, "a failed log sync"); };
-    s = db->log_.startWriting(db->journal_.epoch());
+    s = db->log_.startWriting(db->bm_->epoch());
   }
   if (!s.ok()) {
     // A failed open leaves no database behind: creation is atomic (create()). The
@@ -129,8 +131,37 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     return s;
   }
   db->opened_ = true;
+  DatabaseImpl* self = db.get();
+  db->checkpointer_ = std::thread([self] { self->checkpointerLoop(); });
   *out = std::move(db);
   return Status::OK();
+}
+
+Status DatabaseImpl::migrateLegacyFiles() {
+  // Versions before the two-file journal and log kept one of each; their content belongs
+  // to the interval after the data file's checkpoint.
+  std::error_code ec;
+  bool journal = fs::exists(dir_ + "/journal.vms", ec);
+  bool log = fs::exists(dir_ + "/log.vms", ec);
+  if (!journal && !log) return Status::OK();
+  Superblock sb;
+  Status s = readSuperblock(file_, &sb);
+  if (!s.ok()) {
+    return Status(s.code(), s.message() + " (and " + dir_ +
+                                " holds the journal of an older vmstore version: open it with that version first)");
+  }
+  uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
+  auto move = [&](const char* from, const std::string& to) -> Status {
+    std::string a = dir_ + "/" + from;
+    std::string b = dir_ + "/" + to;
+    if (fs::exists(b, ec)) return Status::Corruption(dir_ + " holds both " + from + " and " + to);
+    if (io().rename(a, b) != 0) return Status::IOError("cannot rename " + a + ": " + std::strerror(errno));
+    return Status::OK();
+  };
+  if (journal) s = move("journal.vms", PageJournal::fileName(epoch));
+  if (s.ok() && log) s = move("log.vms", OpLog::fileName(epoch));
+  if (s.ok() && io().syncDir(dir_) != 0) s = Status::IOError("cannot sync directory " + dir_);
+  return s;
 }
 
 Status DatabaseImpl::create(const std::string& path) {
@@ -202,15 +233,18 @@ Status DatabaseImpl::recoverAndLoad() {
     sb_ = sb;
     uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
     journal_.begin(epoch, sb.pageCount);
+    bm_->setEpoch(epoch);
     bm_->setStore(&journal_);
     return Status::OK();
   });
 }
 
 Status DatabaseImpl::replayLog() {
-  ReplayInfo info;
-  replaying_ = true;
-  Status s = log_.replay(journal_.epoch(), [&](std::span<const LogOp> ops) {
+  // The records of the interval after the checkpoint, then those after a cut of it that
+  // never committed (the other log file). A record met a second time (a crash after a
+  // recovery's checkpoint, before the log was emptied) changes nothing: every operation
+  // is a blind write, and one on a tree that is not there is skipped.
+  auto apply = [&](std::span<const LogOp> ops) {
     for (const LogOp& op : ops) {
       Status st;
       Tree* tree = nullptr;
@@ -220,30 +254,37 @@ Status DatabaseImpl::replayLog() {
         st = dropTree(op.tree);
       } else {
         st = openTree(op.tree, false, &tree);
-        if (st.isNotFound()) {
-          return Status::Corruption("the log of " + dir_ + " changes tree '" + std::string(op.tree) +
-                                    "', which does not exist at that point");
-        }
         if (st.ok()) {
           TreeImpl* t = TreeImpl::of(tree);
           st = op.kind == LogOpKind::kPut ? put(t, op.key, op.value) : del(t, op.key);
-          if (st.isNotFound()) st = Status::OK();  // deleting an absent key (in a batch)
         }
       }
+      if (st.isNotFound()) st = Status::OK();  // an absent key or tree
       if (!st.ok()) return Status(st.code(), "replaying the log of " + dir_ + ": " + st.message());
     }
     return Status::OK();
-  }, &info);
+  };
+  replaying_ = true;
+  uint32_t epoch = bm_->epoch();
+  for (uint32_t e : {epoch, epoch + 1}) {
+    ReplayInfo info;
+    Status s = log_.replay(e, apply, &info);
+    if (!s.ok()) {
+      replaying_ = false;
+      return s;
+    }
+    recovery_.recovered_records += info.records;
+    recovery_.recovered_operations += info.operations;
+    recovery_.recovered_bytes += info.bytes;
+    if (info.records == 0) break;  // no cut after this interval
+  }
   replaying_ = false;
-  if (!s.ok()) return s;
-  recovery_.recovered_records = info.records;
-  recovery_.recovered_operations = info.operations;
-  recovery_.recovered_bytes = info.bytes;
-  if (info.records == 0) return Status::OK();
-  // Commit what was replayed; the log then starts over with the next interval. Until this
-  // commits, a crash recovers again from the same checkpoint and the same records.
-  std::unique_lock gate(writeGate_);
-  return checkpointLocked();
+  if (recovery_.recovered_records == 0) return Status::OK();
+  // Commit what was replayed, then empty the log. Until that commit, a crash recovers
+  // again from the same checkpoint and the same records.
+  Status s = checkpoint();
+  if (s.ok()) s = log_.discard();
+  return s;
 }
 
 DatabaseImpl::~DatabaseImpl() {
@@ -275,76 +316,151 @@ void DatabaseImpl::poison(const Status& why, const char* after) {
   poisoned_.store(true, std::memory_order_release);
 }
 
-Status DatabaseImpl::checkpointLocked() {
-  Status w = notPoisoned();
-  if (!w.ok()) return w;
+Status DatabaseImpl::checkpoint() {
+  std::lock_guard cg(checkpointMutex_);
+  Status st = notPoisoned();
+  if (st.ok() && pending_) st = finishLocked();
+  if (st.ok()) st = cutLocked();
+  if (st.ok() && pending_) st = finishLocked();
+  return st;
+}
+
+Status DatabaseImpl::cutLocked() {
+  std::unique_lock gate(writeGate_);
   if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
   return guarded([&] {
-    uint32_t epoch = journal_.epoch();
-    Status st = bm_->flushAll();  // dirty pages into the journal
-    if (!st.ok()) return st;
+    Snapshot snap;
+    snap.epoch = bm_->epoch();
     // Roots of dropped trees stay allocated while their handles live; on storage they
     // are free, since a reopened database has no handles.
-    std::vector<uint64_t> extra;
     if (!droppedRootsFreed_) {
-      for (auto& t : droppedTrees_) extra.push_back(t->btree.rootPid());
+      for (auto& t : droppedTrees_) snap.extra.push_back(t->btree.rootPid());
     }
-    std::vector<uint64_t> free = bm_->freeSpace().snapshot();
+    snap.free = bm_->freeSpace().snapshot();
     // The list lives in free pages; grow the file when there are too few of them.
-    for (uint64_t need; free.size() < (need = freeListPages(free.size() + extra.size()));) {
-      bm_->appendFreePages(need - free.size());
-      free = bm_->freeSpace().snapshot();
+    for (uint64_t need; snap.free.size() < (need = freeListPages(snap.free.size() + snap.extra.size()));) {
+      bm_->appendFreePages(need - snap.free.size());
+      snap.free = bm_->freeSpace().snapshot();
     }
+    snap.pageCount = bm_->pageCount();
+    // From here on, changes belong to the next interval: pages dirty now are the
+    // snapshot (a writer copies one aside before changing it), records go to the other
+    // log file.
+    journal_.begin(snap.epoch + 1, snap.pageCount);
+    bm_->setEpoch(snap.epoch + 1);
+    if (log_.writing()) snap.cutLsn = log_.cut(snap.epoch + 1);
+    changed_.store(false, std::memory_order_release);
+    pending_ = std::move(snap);
+    return Status::OK();
+  });
+}
+
+Status DatabaseImpl::finishLocked() {
+  Snapshot& snap = *pending_;
+  return guarded([&] {
+    Status st = bm_->flushEpoch(snap.epoch);  // the snapshot's pages into the journal
+    if (!st.ok()) return st;
     // The chain goes into the lowest free pages, so that it does not stretch the file.
+    std::vector<uint64_t> free = snap.free;
     std::sort(free.begin(), free.end());
     std::vector<std::unique_ptr<Page>> listPages;
     std::vector<PageWrite> writes;
     uint64_t head = 0;
-    encodeFreeList(free, extra, epoch, &listPages, &writes, &head);
+    encodeFreeList(free, snap.extra, snap.epoch, &listPages, &writes, &head);
     st = journal_.append(writes);
     if (!st.ok()) return st;
     Superblock s = sb_;
-    s.pageCount = bm_->pageCount();
+    s.pageCount = snap.pageCount;
     s.freeListHead = head;
-    s.freeCount = free.size() + extra.size();
-    s.checkpoints = epoch;
+    s.freeCount = free.size() + snap.extra.size();
+    s.checkpoints = snap.epoch;
     s.clean = true;
     auto sbPage = std::make_unique<Page>();
-    encodeSuperblock(s, epoch, sbPage.get());
-    st = journal_.commit(sbPage.get());  // the commit point
+    encodeSuperblock(s, snap.epoch, sbPage.get());
+    st = journal_.commit(snap.epoch, sbPage.get());  // the commit point
     if (!st.ok()) {
       if (journal_.syncFailed()) poison(st);
       return st;
     }
     sb_ = s;
-    changed_.store(false, std::memory_order_release);
-    journal_.begin(epoch + 1, s.pageCount);
-    if (log_.writing()) log_.begin(epoch + 1);  // every record so far is in the checkpoint
-    st = journal_.backfill();
+    if (log_.writing()) log_.covered(snap.cutLsn);  // every record before the cut is in it
+    uint32_t epoch = snap.epoch;
+    pending_.reset();
+    st = journal_.backfill(epoch);
     if (!st.ok()) poison(st);  // committed: the next open completes the copy
     return st;
   });
 }
 
+Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
+  std::lock_guard cg(checkpointMutex_);
+  if (log_.room(recordBytes)) return Status::OK();  // another writer cut meanwhile
+  Status st = notPoisoned();
+  if (st.ok() && pending_) st = finishLocked();
+  if (st.ok()) st = cutLocked();
+  if (st.ok()) wakeCheckpointer();  // writes the snapshot
+  return st;
+}
+
+bool DatabaseImpl::checkpointDue() const {
+  return journal_.bytes() > kAutoCheckpointBytes || log_.bytes() > options_.log_size / 4;
+}
+
+void DatabaseImpl::wakeCheckpointer() {
+  if (checkpointWanted_.exchange(true, std::memory_order_acq_rel)) return;
+  std::lock_guard g(checkpointerMutex_);
+  checkpointerWake_.notify_one();
+}
+
+void DatabaseImpl::checkpointerLoop() {
+  std::unique_lock g(checkpointerMutex_);
+  for (;;) {
+    checkpointerWake_.wait(g, [&] { return checkpointerStop_ || checkpointWanted_.load(std::memory_order_acquire); });
+    if (checkpointerStop_) return;
+    checkpointWanted_.store(false, std::memory_order_release);
+    g.unlock();
+    {
+      // Its failure belongs to no write: the next sync or close reports it.
+      std::lock_guard cg(checkpointMutex_);
+      if (notPoisoned().ok()) {
+        if (pending_) {
+          finishLocked();
+        } else if (checkpointDue() && cutLocked().ok() && pending_) {
+          finishLocked();
+        }
+      }
+    }
+    g.lock();
+  }
+}
+
 Status DatabaseImpl::sync() {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  std::unique_lock gate(writeGate_);
-  return checkpointLocked();
+  return checkpoint();
 }
 
 Status DatabaseImpl::close() {
   if (released_) return Status::OK();
   gate_.close();  // waits for the calls in flight; later ones are refused
-  std::unique_lock gate(writeGate_);
-  Status st = guarded([&] {
-    // Nobody holds a handle after close, so the roots of dropped trees become free.
-    // On storage they already are (checkpoints list them as free).
-    for (auto& t : droppedTrees_) bm_->freePageById(t->btree.rootPid());
-    droppedRootsFreed_ = true;
-    return Status::OK();
-  });
-  Status cp = checkpointLocked();
+  {
+    std::lock_guard g(checkpointerMutex_);
+    checkpointerStop_ = true;
+  }
+  checkpointerWake_.notify_one();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  Status st;
+  {
+    std::unique_lock gate(writeGate_);
+    st = guarded([&] {
+      // Nobody holds a handle after close, so the roots of dropped trees become free.
+      // On storage they already are (checkpoints list them as free).
+      for (auto& t : droppedTrees_) bm_->freePageById(t->btree.rootPid());
+      droppedRootsFreed_ = true;
+      return Status::OK();
+    });
+  }
+  Status cp = checkpoint();
   if (st.ok()) st = cp;
   // After a failed checkpoint the log still holds the writes: flush it for the next open.
   Status lg = log_.close();
@@ -494,6 +610,7 @@ Stats DatabaseImpl::stats() {
 Status DatabaseImpl::check(std::vector<std::string>* problems) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
+  std::lock_guard cg(checkpointMutex_);
   std::unique_lock gate(writeGate_);
   return guarded([&] {
     std::vector<uint64_t> used;
@@ -510,7 +627,7 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
     if (log_.writing()) {
       // The log holds exactly the records appended since the last checkpoint, all valid.
       ReplayInfo info;
-      Status ls = log_.replay(journal_.epoch(), [](std::span<const LogOp>) { return Status::OK(); }, &info);
+      Status ls = log_.replay(bm_->epoch(), [](std::span<const LogOp>) { return Status::OK(); }, &info);
       if (!ls.ok()) {
         problems->push_back("log: " + ls.message());
       } else if (info.bytes != log_.bytes()) {
@@ -563,20 +680,19 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
   Status st = (this->*allowed)();
   if (!st.ok()) return st;
   uint64_t lsn = 0;
-  for (int attempt = 0;; attempt++) {
+  for (;;) {
     Lock gate(writeGate_);
     size_t size = 0;
     if (logging()) {
       size = recordSize(ops);
       st = log_.reserve(size);
       if (st.code() == Status::Code::kBusy) {
-        if (attempt > 0) {
+        if (!log_.fits(size)) {
           return Status::TooBig("a log record of " + std::to_string(size) + " bytes does not fit the log of " +
                                 dir_ + " (raise log_size)");
         }
         gate.unlock();
-        std::unique_lock exclusive(writeGate_);  // the log is full: recycle it
-        st = checkpointLocked();
+        st = makeLogRoom(size);  // the log file is full: move to the other one
         if (!st.ok()) return st;
         continue;
       }
@@ -604,11 +720,7 @@ Status DatabaseImpl::afterWrite(Status st, uint64_t lsn) {
     st = log_.waitDurable(lsn);  // group commit: one flush for every writer waiting
     if (!st.ok()) return st;
   }
-  auto tooLarge = [&] { return journal_.bytes() > kAutoCheckpointBytes || log_.bytes() > options_.log_size; };
-  if (!replaying_ && tooLarge()) {
-    std::unique_lock gate(writeGate_);
-    if (tooLarge()) checkpointLocked();  // its failure belongs to no write: sync reports it
-  }
+  if (!replaying_ && checkpointDue()) wakeCheckpointer();
   return st;
 }
 

@@ -19,11 +19,19 @@
 //   holding its key's lock (keyLocks_), so records of one key are in the order applied.
 //   With durability sync it then waits, outside every lock, for the log flush that
 //   covers its record (group commit).
-// - Writers (put, delete, tree create) hold writeGate_ shared; batches, tree drops, a
-//   checkpoint (sync, close) and check() hold it exclusive, so the image a checkpoint
-//   writes is one consistent state of every tree, and no record of a tree's keys can
-//   land after the record of its drop. Readers never touch it. A checkpoint with nothing
-//   changed writes nothing.
+// - Writers (put, delete, tree create) hold writeGate_ shared; batches, tree drops,
+//   check() and a checkpoint's cut hold it exclusive, so the cut falls between whole
+//   writes, and no record of a tree's keys can land after the record of its drop.
+//   Readers never touch it.
+// - Checkpoints (sync, close, the background checkpointer, a writer that finds the log
+//   full) never stop writers beyond the cut: the cut (under writeGate_, exclusive, a few
+//   microseconds) takes the free list, moves the buffer manager, the journal and the log
+//   to the next interval, and leaves a pending snapshot; writing it (the dirty pages of
+//   the snapshot's interval, with writers' copy-on-write images, buffer_manager.hpp), its
+//   commit and its backfill run while writers go on. One checkpoint at a time
+//   (checkpointMutex_, taken before writeGate_). A checkpoint with nothing changed
+//   writes nothing. The background checkpointer runs one when the log passes a quarter
+//   of log_size or the journal 1 GiB.
 // - After a failed fdatasync (or a failed checkpoint past its commit point) the database
 //   is read-only: every write and sync returns that error until it is reopened, since
 //   what reached storage is unknown (fsyncgate). Reads go on.
@@ -33,11 +41,14 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/superblock.hpp"
@@ -93,7 +104,20 @@ class DatabaseImpl {
   DatabaseImpl() = default;
   Status create(const std::string& path);  // a new data file, atomically
   Status recoverAndLoad();                 // journal recovery, superblock, free list
-  Status checkpointLocked();               // writeGate_ held exclusively
+  // A whole checkpoint: completes a pending one, then cuts and writes a new one.
+  Status checkpoint();
+  // checkpointMutex_ held. cutLocked: takes writeGate_ exclusively for the cut and
+  // leaves pending_ (nothing if nothing changed). finishLocked: writes, commits and
+  // backfills pending_.
+  Status cutLocked();
+  Status finishLocked();
+  // A writer found the log full: cut (after completing any pending checkpoint) so that
+  // appends move to the other log file; the checkpointer writes the snapshot.
+  Status makeLogRoom(size_t recordBytes);
+  bool checkpointDue() const;
+  void wakeCheckpointer();
+  void checkpointerLoop();
+  Status migrateLegacyFiles();  // journal.vms and log.vms of an older version
   Status writable();                       // OK, or why writes are refused
   Status notPoisoned();                    // OK unless a failed sync made it read-only
   // A write is about to change something (a load first: no shared line written per put).
@@ -131,6 +155,21 @@ class DatabaseImpl {
   OpLog log_;
   KeyLocks keyLocks_;
   bool replaying_ = false;  // open() replays the log: apply, do not log again
+  // A checkpoint cut but not yet committed (under checkpointMutex_).
+  struct Snapshot {
+    uint32_t epoch = 0;          // the interval it holds
+    uint64_t pageCount = 0;
+    std::vector<uint64_t> free;  // free pages at the cut
+    std::vector<uint64_t> extra; // roots of dropped trees: free on storage
+    uint64_t cutLsn = 0;
+  };
+  std::mutex checkpointMutex_;
+  std::optional<Snapshot> pending_;
+  std::thread checkpointer_;
+  std::mutex checkpointerMutex_;
+  std::condition_variable checkpointerWake_;
+  bool checkpointerStop_ = false;  // under checkpointerMutex_
+  std::atomic<bool> checkpointWanted_{false};
   Stats recovery_;          // the recovered_* and recovery_us fields of stats()
   std::unique_ptr<BufferManager> bm_;
   std::unique_ptr<BTree> catalog_;

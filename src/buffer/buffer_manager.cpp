@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -281,16 +282,19 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
   if (pids.empty()) return Status::OK();
   std::vector<PageWrite> writes;
   writes.reserve(pids.size());
-  uint32_t epoch = store_->epoch();
   for (uint64_t pid : pids) {
     Page* p = pageAt(pid);
-    sealPage(p, pid, epoch);
+    sealPage(p, pid, epochOfTag(__atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED)));
     writes.push_back({pid, p});
   }
   std::sort(writes.begin(), writes.end(), [](const PageWrite& a, const PageWrite& b) { return a.pid < b.pid; });
   Status st = store_->writePages(writes);
   if (!st.ok()) {
-    for (uint64_t pid : pids) markDirty(pageAt(pid));  // some may be on storage; all stay dirty
+    // Some may be on storage; all stay dirty, in the epoch they were sealed with.
+    for (const PageWrite& w : writes) {
+      Page* p = pageAt(w.pid);
+      __atomic_store_n(&p->header.dirty, tagOf(p->header.epoch), __ATOMIC_RELAXED);
+    }
     return st;
   }
   counters_.add(Counter::kPagesWritten, pids.size());
@@ -298,7 +302,70 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
   return Status::OK();
 }
 
+void BufferManager::setEpoch(uint32_t epoch) {
+  epoch_.store(epoch, std::memory_order_release);
+  dirtyTag_.store(tagOf(epoch), std::memory_order_release);
+}
+
+void BufferManager::keepSnapshotImage(uint64_t pid, Page* p, uint8_t tag) {
+  uint32_t epoch = epochOfTag(tag);
+  if (copies_.size() < copyCap()) {
+    std::unique_ptr<Page> image(new (std::nothrow) Page);
+    if (image) {
+      std::memcpy(image.get(), p, kPageSize);
+      copies_.push({pid, epoch, std::move(image)});
+      return;
+    }
+  }
+  // Past the cap (or out of memory): write the page as it is before it changes.
+  std::lock_guard g(evictMutex_);
+  sealPage(p, pid, epoch);
+  PageWrite w{pid, p};
+  Status st = store_->writePages({&w, 1});
+  if (!st.ok()) {
+    __atomic_store_n(&p->header.dirty, tag, __ATOMIC_RELAXED);
+    throw StorageError(st);
+  }
+  counters_.add(Counter::kPagesWritten);
+}
+
+Status BufferManager::flushEpoch(uint32_t epoch) {
+  Status st = flushDirty(tagOf(epoch));
+  if (st.ok()) st = writeCopies(epoch, false);
+  return st;
+}
+
 Status BufferManager::flushAll() {
+  Status st = flushDirty(0);
+  if (st.ok()) st = writeCopies(0, true);
+  return st;
+}
+
+Status BufferManager::writeCopies(uint32_t epoch, bool all) {
+  std::vector<SnapshotCopies::Copy> mine;
+  std::vector<SnapshotCopies::Copy> keep;
+  for (auto& c : copies_.takeAll()) ((all || c.epoch == epoch) ? mine : keep).push_back(std::move(c));
+  std::vector<PageWrite> writes;
+  for (auto& c : mine) {
+    sealPage(c.image.get(), c.pid, c.epoch);
+    writes.push_back({c.pid, c.image.get()});
+  }
+  Status st;
+  if (!writes.empty()) {
+    std::sort(writes.begin(), writes.end(), [](const PageWrite& a, const PageWrite& b) { return a.pid < b.pid; });
+    std::lock_guard g(evictMutex_);
+    st = store_->writePages(writes);
+  }
+  if (st.ok()) {
+    counters_.add(Counter::kPagesWritten, writes.size());
+  } else {
+    copies_.putBack(std::move(mine));  // none may be assumed stored
+  }
+  copies_.putBack(std::move(keep));
+  return st;
+}
+
+Status BufferManager::flushDirty(uint8_t tag) {
   std::vector<uint64_t> todo;
   resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });
   while (!todo.empty()) {
@@ -313,11 +380,14 @@ Status BufferManager::flushAll() {
         uint64_t w = ps.load();
         uint64_t s = PageState::stateOf(w);
         if (s == PageState::kEvicted) continue;  // evicted meanwhile: written then
+        uint8_t d = __atomic_load_n(&pageAt(pid)->header.dirty, __ATOMIC_RELAXED);
+        if (d == 0 || (tag != 0 && d != tag)) continue;  // clean, or of the other epoch
         if (!ps.tryLockS(w)) {
           retry.push_back(pid);  // never wait for a page lock while holding evictMutex_
           continue;
         }
-        if (isDirty(pageAt(pid))) {
+        d = __atomic_load_n(&pageAt(pid)->header.dirty, __ATOMIC_RELAXED);  // stable now
+        if (d != 0 && (tag == 0 || d == tag)) {
           batch.push_back(pid);
         } else {
           ps.unlockS();
@@ -359,10 +429,10 @@ Page* BufferManager::allocPage(PageKind kind) {
     }
   }
   Page* p = pageAt(pid);
-  std::memset(p, 0, kPageSize);
+  std::memset(p, 0, kPageSize);  // a free page belongs to no snapshot: nothing to keep
   p->header.kind = kind;
   p->header.pid = pid;
-  markDirty(p);
+  markDirty(pid, p);
   return p;
 }
 
@@ -407,6 +477,12 @@ void BufferManager::appendFreePages(uint64_t n) {
 
 void BufferManager::freePage(uint64_t pid) {
   Page* p = pageAt(pid);
+  try {
+    markDirty(pid, p);  // a page of a checkpoint snapshot keeps its image first
+  } catch (...) {
+    state(pid).unlockX();
+    throw;
+  }
   p->header.kind = PageKind::kFree;
   __atomic_store_n(&p->header.dirty, 0, __ATOMIC_RELAXED);  // its content is dead
   state(pid).unlockX();

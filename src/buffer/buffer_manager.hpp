@@ -27,10 +27,22 @@
 //   freePageById() frees an unlocked page without reading it from storage.
 //   appendFreePages(n) grows the file by n free pages.
 // - Pages are read from and written to a PageStore (page_store.hpp): the data file in
-//   place by default, the page journal in a database. Pages are sealed with the store's
-//   epoch().
+//   place by default, the page journal in a database.
+// - Checkpoint epochs (copy-on-write snapshots). Every dirty page carries the checkpoint
+//   interval (epoch) it was changed in (PageHeader::dirty: 0 clean, else a tag for the
+//   epoch's parity), and is sealed with that epoch when written. setEpoch(e + 1), the
+//   checkpoint's cut, makes every page still dirty in e part of checkpoint e's snapshot;
+//   then markDirty(), called whenever a page is taken exclusively to change it, finds a
+//   page of the snapshot not yet written and keeps its image first: a copy aside
+//   (SnapshotCopies; at most copyCap() pages of memory beyond the pool), or, past that
+//   cap, a write of the page before it changes. flushEpoch(e) writes every page and
+//   copy of epoch e. So writers never wait for a checkpoint, and the checkpoint still
+//   writes exactly the state at its cut. Only two epochs are ever dirty at once: the
+//   caller finishes flushEpoch(e) before the next cut. setEpoch runs while no page is
+//   being changed (the database's writer gate, exclusive).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -44,6 +56,7 @@
 #include "buffer/page.hpp"
 #include "buffer/page_store.hpp"
 #include "buffer/resident_set.hpp"
+#include "buffer/snapshot_copies.hpp"
 #include "os/data_file.hpp"
 #include "os/vm_area.hpp"
 #include "sync/page_state.hpp"
@@ -121,11 +134,29 @@ class BufferManager {
   void appendFreePages(uint64_t n);
   // Only before any page is used: the file turned out to hold pageCount pages.
   void setPageCount(uint64_t pageCount);
-  static void markDirty(Page* p) { __atomic_store_n(&p->header.dirty, 1, __ATOMIC_RELAXED); }
+  // The caller holds pid exclusively and is about to change it (guards.hpp does this).
+  // Throws StorageError if the page belongs to a checkpoint snapshot that could be
+  // neither copied nor written.
+  void markDirty(uint64_t pid, Page* p) {
+    uint8_t tag = dirtyTag_.load(std::memory_order_relaxed);
+    uint8_t was = __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED);
+    if (was == tag) [[likely]] return;
+    if (was != 0) keepSnapshotImage(pid, p, was);
+    __atomic_store_n(&p->header.dirty, tag, __ATOMIC_RELAXED);
+  }
   static bool isDirty(const Page* p) { return __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED) != 0; }
+  // For buffer managers without epochs (bench/hashbm): dirty, epoch 0.
+  static void setDirty(Page* p) { __atomic_store_n(&p->header.dirty, tagOf(0), __ATOMIC_RELAXED); }
 
-  // Writes every dirty resident page. Returns the first error.
+  // Pages changed from now on belong to `epoch` (see the contract above).
+  void setEpoch(uint32_t epoch);
+  uint32_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  // Writes every dirty page of `epoch` (resident or copied aside). Returns the first error.
+  Status flushEpoch(uint32_t epoch);
+  // Writes every dirty resident page and every copy. Returns the first error.
   Status flushAll();
+  uint64_t copyCap() const { return std::max<uint64_t>(64, poolPages_ / 8); }
+  uint64_t snapshotCopies() const { return copies_.size(); }
   // Where pages go from now on (nullptr: the data file in place). Set before use.
   void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
 
@@ -154,6 +185,15 @@ class BufferManager {
   uint64_t growByOne();             // a new page id past the end (NoSpace at max_size)
   void initStatesUpTo(uint64_t pid);
   Status writePages(std::span<const uint64_t> pids);  // caller holds evictMutex_
+  static uint8_t tagOf(uint32_t epoch) { return static_cast<uint8_t>(1 + (epoch & 1)); }
+  uint32_t epochOfTag(uint8_t tag) const {
+    uint32_t e = epoch_.load(std::memory_order_acquire);
+    return tag == tagOf(e) ? e : e - 1;
+  }
+  void keepSnapshotImage(uint64_t pid, Page* p, uint8_t tag);
+  // Resident dirty pages (of tag's epoch; 0: all) and the copies aside, written.
+  Status flushDirty(uint8_t tag);
+  Status writeCopies(uint32_t epoch, bool all);
 
   DataFile* file_;
   uint64_t poolPages_;
@@ -172,6 +212,9 @@ class BufferManager {
   FileStore fileStore_;
   PageStore* store_;
   std::atomic<bool> writeBackFailing_{false};
+  std::atomic<uint32_t> epoch_{0};
+  std::atomic<uint8_t> dirtyTag_{tagOf(0)};
+  SnapshotCopies copies_;
 };
 
 }  // namespace vmstore::internal

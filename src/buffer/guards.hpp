@@ -7,7 +7,8 @@
 //   Constructing a child guard checks the child id before touching it: an id that does
 //   not exist means either a stale read (Restart) or a damaged parent (Corruption).
 // - GuardX<T>: exclusive, from a pid (waits) or by upgrading a GuardO (never waits:
-//   Restart if the page changed). Releases on destruction. markDirty() is implied.
+//   Restart if the page changed). Releases on destruction. markDirty() is implied (which may keep
+//   a checkpoint's image of the page first, see buffer_manager.hpp).
 // - GuardS<T>: shared, from a pid (waits).
 // T is a struct laid over the whole page (its first member is the PageHeader).
 // BM is the buffer manager: BufferManager (vmcache: the page address is pid arithmetic)
@@ -97,7 +98,7 @@ class GuardX {
   GuardX() = default;
   GuardX(BM& bm, uint64_t pid) : bm_(&bm), pid_(pid) {
     page_ = bm.fixX(pid);
-    BufferManager::markDirty(page_);
+    markDirty();
   }
   // Adopts a page that is already exclusively locked (e.g. from allocPage).
   GuardX(BM& bm, Page* page) : bm_(&bm), pid_(page->header.pid), page_(page) {}
@@ -110,7 +111,7 @@ class GuardX {
       bm_->countRestart();
       throw Restart{};
     }
-    BufferManager::markDirty(page_);
+    markDirty();
   }
   GuardX(GuardX&& o) noexcept { *this = std::move(o); }
   GuardX& operator=(GuardX&& o) noexcept {
@@ -131,8 +132,9 @@ class GuardX {
   }
   // Frees the page (it must be unreferenced now) and gives up the guard.
   void freePage() {
-    bm_->freePage(pid_);
-    pid_ = kNoPage;
+    uint64_t pid = pid_;
+    pid_ = kNoPage;  // freePage unlocks it, also when it throws
+    bm_->freePage(pid);
   }
 
   T* operator->() const { return reinterpret_cast<T*>(page_); }
@@ -141,6 +143,18 @@ class GuardX {
   bool held() const { return pid_ != kNoPage; }
 
  private:
+  // The buffer manager keeps a checkpoint's image of the page first, if it must; if it
+  // cannot, the page is released unchanged and the error thrown.
+  void markDirty() {
+    try {
+      bm_->markDirty(pid_, page_);
+    } catch (...) {
+      bm_->unfixX(pid_, page_);
+      pid_ = kNoPage;
+      throw;
+    }
+  }
+
   BM* bm_ = nullptr;
   uint64_t pid_ = kNoPage;
   Page* page_ = nullptr;

@@ -25,9 +25,8 @@ class PageStore {
  public:
   virtual ~PageStore() = default;
   virtual Status readPage(uint64_t pid, Page* buf) = 0;
+  // Each page is sealed with the checkpoint interval it belongs to (header.epoch).
   virtual Status writePages(std::span<const PageWrite> writes) = 0;
-  // The epoch the buffer manager seals written pages with (page.hpp).
-  virtual uint32_t epoch() const { return 0; }
 };
 
 class FileStore : public PageStore {

@@ -18,6 +18,8 @@ namespace vmstore::internal {
 
 namespace {
 
+constexpr uint64_t kPageBytes = 4096;
+constexpr uint64_t kMinGrowthStep = 64ull << 10;
 constexpr uint64_t kMaxGrowthStep = 16ull << 20;
 constexpr size_t kReadChunk = 1 << 20;
 
@@ -37,29 +39,47 @@ OpLog::~OpLog() { close(); }
 Status OpLog::open(const std::string& dir, const Options& options) {
   options_ = options;
   dir_ = dir;
-  path_ = dir + "/" + kFileName;
-  fd_ = io().open(path_, O_RDWR | O_CLOEXEC, 0644);
-  if (fd_ < 0 && errno != ENOENT) return ioStatus("cannot open log " + path_, errno);
+  for (uint32_t parity = 0; parity < 2; parity++) {
+    Segment& seg = segs_[parity];
+    seg.path = dir + "/" + fileName(parity);
+    seg.fd = io().open(seg.path, O_RDWR | O_CLOEXEC, 0644);
+    if (seg.fd < 0 && errno != ENOENT) return ioStatus("cannot open log " + seg.path, errno);
+  }
   return Status::OK();  // a missing log is an empty one; the first write creates it
 }
 
-Status OpLog::create() {
-  fd_ = io().open(path_, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
-  if (fd_ < 0) return ioStatus("cannot create log " + path_, errno);
+Status OpLog::create(Segment& seg) {
+  seg.fd = io().open(seg.path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+  if (seg.fd < 0) return ioStatus("cannot create log " + seg.path, errno);
   if (io().syncDir(dir_) != 0) return ioStatus("cannot sync directory " + dir_, errno);
   return Status::OK();
 }
 
-uint64_t OpLog::fileBytes() const {
+uint64_t OpLog::sizeOf(const Segment& seg) {
   struct stat st;
-  if (fd_ < 0 || fstat(fd_, &st) != 0) return 0;
+  if (seg.fd < 0 || fstat(seg.fd, &st) != 0) return 0;
   return static_cast<uint64_t>(st.st_size);
+}
+
+uint64_t OpLog::fileBytes() const { return sizeOf(segs_[0]) + sizeOf(segs_[1]); }
+
+std::string OpLog::path() const { return segs_[cur_].path; }
+
+Status OpLog::discard() {
+  for (Segment& seg : segs_) {
+    if (seg.fd < 0 || sizeOf(seg) == 0) continue;
+    if (io().ftruncate(seg.fd, seg.path, 0) != 0 || io().fdatasync(seg.fd, seg.path) != 0) {
+      return ioStatus("cannot empty log " + seg.path, errno);
+    }
+  }
+  return Status::OK();
 }
 
 Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info) {
   *info = {};
-  if (fd_ < 0) return Status::OK();
-  uint64_t size = fileBytes();
+  const Segment& seg = segs_[epoch % 2];
+  if (seg.fd < 0) return Status::OK();
+  uint64_t size = sizeOf(seg);
   std::vector<uint8_t> window;  // file bytes [windowAt, windowAt + window.size())
   uint64_t windowAt = 0;
   // Makes [off, off + n) available in the window (fewer bytes at the end of the file).
@@ -70,8 +90,8 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
     windowAt = off;
     size_t got = 0;
     while (got < want) {
-      ssize_t r = io().pread(fd_, path_, window.data() + got, want - got, off + got);
-      if (r < 0) return ioStatus("cannot read log " + path_, errno);
+      ssize_t r = io().pread(seg.fd, seg.path, window.data() + got, want - got, off + got);
+      if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
       if (r == 0) break;
       got += static_cast<size_t>(r);
     }
@@ -109,71 +129,75 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
 }
 
 Status OpLog::startWriting(uint32_t epoch) {
-  // The unit of growth: a quarter of log_size, from 1 MiB to 16 MiB.
-  step_ = std::clamp<uint64_t>(roundUp(options_.log_size / 4, 1ull << 20), 1ull << 20, kMaxGrowthStep);
-  // The address space for the mapping: four times log_size (a writer checkpoints once the
-  // log passes log_size; writes in flight meanwhile need room), plus room for a batch.
-  limit_ = roundUp(4 * options_.log_size + (32ull << 20), step_);
-  void* p = mmap(nullptr, limit_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
-  base_ = static_cast<uint8_t*>(p);
-  capacity_ = 0;
+  // Each file stops at half of log_size; it grows by an eighth (64 KiB to 16 MiB).
+  step_ = std::clamp<uint64_t>(roundUp(options_.log_size / 8, kPageBytes), kMinGrowthStep, kMaxGrowthStep);
+  limit_ = roundUp(options_.log_size / 2, step_);
   salt_ = newSalt();
-  if (fd_ >= 0) {
-    std::lock_guard g(appendMutex_);
-    Status s = grow(std::min(fileBytes() / step_ * step_, limit_));  // what the file holds
-    if (!s.ok()) return s;
+  for (Segment& seg : segs_) {
+    void* p = mmap(nullptr, limit_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
+    seg.base = static_cast<uint8_t*>(p);
+    seg.capacity = 0;
+    if (seg.fd >= 0) {
+      std::lock_guard g(appendMutex_);
+      Status s = grow(seg, std::min(sizeOf(seg) / step_ * step_, limit_));  // what the file holds
+      if (!s.ok()) return s;
+    }
   }
-  begin(epoch);
+  std::lock_guard g(appendMutex_);
+  epoch_ = epoch;
+  cur_ = static_cast<int>(epoch % 2);
   if (options_.durability == Durability::kAsync) flusher_ = std::thread([this] { flusherLoop(); });
   return Status::OK();
 }
 
-Status OpLog::grow(uint64_t need) {
-  if (need <= capacity_) return Status::OK();
-  // Doubling, but not far past log_size: a checkpoint recycles the log once it is there.
-  uint64_t want = std::max({need, std::min(capacity_ * 2, options_.log_size + step_), step_});
+Status OpLog::grow(Segment& seg, uint64_t need) {
+  if (need <= seg.capacity) return Status::OK();
+  uint64_t want = std::max({need, std::min(seg.capacity * 2, limit_), step_});
   uint64_t cap = std::min(limit_, roundUp(want, step_));
   if (cap < need) return Status::Busy("log full");
-  if (fd_ < 0) {
-    Status s = create();
+  if (seg.fd < 0) {
+    Status s = create(seg);
     if (!s.ok()) return s;
   }
   // Allocated on the device before it is mapped: a store into the mapping can then never
   // meet a full device (which would be SIGBUS). What an earlier session allocated stays.
-  if (cap > fileBytes() && io().fallocate(fd_, path_, cap) != 0) {
-    return ioStatus("cannot allocate log space in " + path_, errno);
+  if (cap > sizeOf(seg) && io().fallocate(seg.fd, seg.path, cap) != 0) {
+    return ioStatus("cannot allocate log space in " + seg.path, errno);
   }
-  if (io().mapShared(fd_, path_, base_ + capacity_, cap - capacity_, capacity_) != 0) {
-    return ioStatus("cannot map log " + path_, errno);
+  if (io().mapShared(seg.fd, seg.path, seg.base + seg.capacity, cap - seg.capacity, seg.capacity) != 0) {
+    return ioStatus("cannot map log " + seg.path, errno);
   }
-  capacity_ = cap;
+  seg.capacity = cap;
   return Status::OK();
 }
 
-void OpLog::begin(uint32_t epoch) {
-  uint64_t covered;
-  {
-    std::lock_guard g(appendMutex_);
-    epoch_ = epoch;
-    lsnBase_ += end_;
-    end_ = 0;
-    covered = lsnBase_;
-    bytes_.store(0, std::memory_order_relaxed);
-  }
-  advanceDurable(covered);
+uint64_t OpLog::cut(uint32_t epoch) {
+  std::lock_guard g(appendMutex_);
+  epoch_ = epoch;
+  cur_ = static_cast<int>(epoch % 2);
+  lsnBase_ += end_;
+  end_ = 0;
+  bytes_.store(0, std::memory_order_relaxed);
+  return lsnBase_;
 }
 
 Status OpLog::reserve(size_t bytes) {
   std::lock_guard g(appendMutex_);
   uint64_t need = end_ + reserved_ + bytes;
   if (need > limit_) return Status::Busy("log full");
-  if (need > capacity_) {
-    Status s = grow(need);
+  Segment& seg = segs_[cur_];
+  if (need > seg.capacity) {
+    Status s = grow(seg, need);
     if (!s.ok()) return s;
   }
   reserved_ += bytes;
   return Status::OK();
+}
+
+bool OpLog::room(size_t bytes) {
+  std::lock_guard g(appendMutex_);
+  return end_ + reserved_ + bytes <= limit_;
 }
 
 void OpLog::unreserve(size_t bytes) {
@@ -184,7 +208,7 @@ void OpLog::unreserve(size_t bytes) {
 uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
   std::lock_guard g(appendMutex_);
   reserved_ -= size;
-  encodeRecord(ops, salt_, end_, epoch_, base_ + end_);
+  encodeRecord(ops, salt_, end_, epoch_, segs_[cur_].base + end_);
   end_ += size;
   bytes_.store(end_, std::memory_order_relaxed);
   uint64_t lsn = lsnBase_ + end_;
@@ -213,10 +237,27 @@ Status OpLog::waitDurable(uint64_t lsn) {
       flushEvents_.wait(events, std::memory_order_acquire);  // a flush is running
       continue;
     }
-    // This thread flushes, for everyone: everything appended so far.
-    uint64_t target = endLsn_.load(std::memory_order_acquire);
-    int r = io().fdatasync(fd_, path_);
-    Status st = r == 0 ? Status::OK() : ioStatus("cannot sync log " + path_, errno);
+    // This thread flushes, for everyone: everything appended so far (the file before
+    // the last cut first, if the checkpoint that covers it has not committed yet).
+    uint64_t target;
+    uint64_t cutLsn;
+    const Segment* segs[2];
+    {
+      std::lock_guard g(appendMutex_);
+      target = endLsn_.load(std::memory_order_acquire);
+      cutLsn = lsnBase_;
+      segs[0] = &segs_[1 - cur_];
+      segs[1] = &segs_[cur_];
+    }
+    Status st;
+    for (const Segment* seg : segs) {
+      bool needed = seg == segs[0] ? durable_.load(std::memory_order_acquire) < cutLsn : target > cutLsn;
+      if (!needed || seg->fd < 0) continue;
+      if (io().fdatasync(seg->fd, seg->path) != 0) {
+        st = ioStatus("cannot sync log " + seg->path, errno);
+        break;
+      }
+    }
     flushes_.fetch_add(1, std::memory_order_relaxed);
     if (!st.ok()) {
       {
@@ -265,14 +306,16 @@ Status OpLog::close() {
     flusher_.join();
   }
   Status st;
-  if (base_ != nullptr && options_.durability != Durability::kNone) st = flush();
-  if (fd_ >= 0) {
-    io().close(fd_);
-    fd_ = -1;
-  }
-  if (base_ != nullptr) {
-    munmap(base_, limit_);
-    base_ = nullptr;
+  if (writing() && options_.durability != Durability::kNone) st = flush();
+  for (Segment& seg : segs_) {
+    if (seg.fd >= 0) {
+      io().close(seg.fd);
+      seg.fd = -1;
+    }
+    if (seg.base != nullptr) {
+      munmap(seg.base, limit_);
+      seg.base = nullptr;
+    }
   }
   return st;
 }

@@ -1,31 +1,33 @@
-// OpLog: the write-ahead log of operations (DIR/log.vms), appended in commit order and
-// replayed on open after the last checkpoint has been restored (wal/page_journal.hpp).
+// OpLog: the write-ahead log of operations, appended in commit order and replayed on
+// open after the last checkpoint has been restored (wal/page_journal.hpp).
 //
 // Contract
 // - A logical redo log: each record holds the operations of one acknowledged write
-//   (wal/log_record.hpp). Records of one checkpoint interval (epoch) are appended from
-//   the start of the file; after a checkpoint commits, begin(epoch + 1) recycles the log
-//   from offset 0 (every record before is covered by the checkpoint). The file keeps its
-//   high-water size, which a writer bounds by running a checkpoint once bytes() passes
-//   log_size.
+//   (wal/log_record.hpp). Records of checkpoint interval (epoch) e are appended from the
+//   start of the log file of e's parity, DIR/log-0.vms or DIR/log-1.vms. cut(e + 1), at
+//   a checkpoint's cut, switches to the other file from offset 0; covered(lsn), once
+//   checkpoint e has committed, marks everything before the cut durable (the checkpoint
+//   holds it). Each file keeps its high-water size; appends to one file stop (Busy) at
+//   half of log_size, so both stay under log_size together.
 // - Appends are stores into a shared mapping of the file: a record is in the operating
 //   system's page cache when append() returns, so it survives a crash of the process.
 //   waitDurable(lsn) returns once everything up to lsn is on stable storage; concurrent
-//   waiters share one fdatasync (group commit: whoever finds no flush running flushes
-//   everything appended so far, the others wait for it). With async durability a
-//   background thread flushes every sync_interval_ms.
-// - LSNs count bytes appended since open, across intervals; begin() marks everything
-//   before it durable (the checkpoint holds it).
+//   waiters share one flush (group commit: whoever finds no flush running syncs
+//   everything appended so far, the file before the last cut first if needed; the
+//   others wait for it). With async durability a background thread flushes every
+//   sync_interval_ms.
+// - LSNs count bytes appended since open, across files and intervals.
 // - reserve() makes room for a record before the write it logs is applied, so a full
-//   device fails that write (NoSpace) before it changes anything; Busy means the log
-//   is at its address-space limit and a checkpoint must recycle it first.
+//   device fails that write (NoSpace) before it changes anything; Busy means the file
+//   is full and a checkpoint's cut must switch files first.
 // - A failed fdatasync is never retried: failure() reports it from then on, every
 //   waitDurable fails with it, and onSyncFailure (if set) is told once.
-// - replay() reads the records of one epoch from the start, in order, up to the first
-//   record that is short, torn or not of this epoch and session (salt), and hands each
-//   record's operations to fn.
-// - Thread-safe: append, reserve and waitDurable from any thread; open, replay,
-//   startWriting, begin and close from one thread with no appender running.
+// - replay(e) reads the records of epoch e from the start of its file, in order, up to
+//   the first record that is short, torn or not of this epoch and session (salt), and
+//   hands each record's operations to fn.
+// - Thread-safe: append, reserve, cut, covered and waitDurable from any thread (cut
+//   while no reservation is open); open, replay, discard, startWriting and close from one
+//   thread with no appender running.
 #pragma once
 
 #include <atomic>
@@ -51,24 +53,33 @@ struct ReplayInfo {
 
 class OpLog {
  public:
-  static constexpr const char* kFileName = "log.vms";
+  // The log file of epochs of this parity.
+  static std::string fileName(uint32_t epoch) { return epoch % 2 == 0 ? "log-0.vms" : "log-1.vms"; }
 
   OpLog() = default;
   ~OpLog();
   OpLog(const OpLog&) = delete;
   OpLog& operator=(const OpLog&) = delete;
 
-  // Opens DIR/log.vms if it exists (a missing log is an empty one: the first append
-  // creates it, so a session that only reads writes nothing).
+  // Opens the log files that exist (a missing one is empty: the first append creates
+  // it, so a session that only reads writes nothing).
   Status open(const std::string& dir, const Options& options);
   Status replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info);
+  // After a checkpoint holding everything replayed: empties both files (synced), so no
+  // record is replayed twice.
+  Status discard();
   // Logging from now on (not with durability none): appends carry epoch, from offset 0.
   Status startWriting(uint32_t epoch);
-  bool writing() const { return base_ != nullptr; }
-  // A checkpoint of the previous epoch committed: recycle the log.
-  void begin(uint32_t epoch);
+  bool writing() const { return segs_[0].base != nullptr; }
+  // A checkpoint's cut: later appends carry epoch, in its file from offset 0. Returns
+  // the LSN of the cut (every record before it belongs to the checkpoint).
+  uint64_t cut(uint32_t epoch);
+  // Everything before lsn is in a committed checkpoint: durable.
+  void covered(uint64_t lsn) { advanceDurable(lsn); }
 
   Status reserve(size_t bytes);
+  bool fits(size_t bytes) const { return bytes <= limit_; }  // in an empty file
+  bool room(size_t bytes);  // reserve(bytes) would not be Busy now
   void unreserve(size_t bytes);
   // Appends the record of ops; size is recordSize(ops), reserved before. Returns its end.
   uint64_t append(std::span<const LogOp> ops, size_t size);
@@ -78,33 +89,38 @@ class OpLog {
   std::function<void(const Status&)> onSyncFailure;
 
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }  // this interval
-  uint64_t fileBytes() const;
+  uint64_t fileBytes() const;  // both files
   uint64_t flushes() const { return flushes_.load(std::memory_order_relaxed); }
-  const std::string& path() const { return path_; }
+  std::string path() const;  // the file of the current interval
   // Stops the flusher, flushes what is not durable yet (unless durability none), closes.
   Status close();
 
  private:
-  Status create();
-  Status grow(uint64_t need);  // appendMutex_ held
+  struct Segment {  // one log file
+    std::string path;
+    int fd = -1;
+    uint8_t* base = nullptr;  // reservation of limit_ bytes; [0, capacity) mapped
+    uint64_t capacity = 0;
+  };
+  Status create(Segment& seg);
+  Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
+  static uint64_t sizeOf(const Segment& seg);
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
   void flusherLoop();
 
   Options options_;
   std::string dir_;
-  std::string path_;
-  int fd_ = -1;
+  Segment segs_[2];
+  int cur_ = 0;  // segment of the current interval
   uint64_t salt_ = 0;
   uint32_t epoch_ = 0;
-  uint8_t* base_ = nullptr;  // reservation of limit_ bytes; [0, capacity_) mapped
-  uint64_t limit_ = 0;
-  uint64_t step_ = 0;  // growth unit
-  uint64_t capacity_ = 0;
+  uint64_t limit_ = 0;  // per file: half of log_size
+  uint64_t step_ = 0;   // growth unit
 
   std::mutex appendMutex_;
   uint64_t end_ = 0;       // appended in this interval
   uint64_t reserved_ = 0;  // reserved, not yet appended
-  uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval
+  uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};
 

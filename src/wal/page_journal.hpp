@@ -1,29 +1,36 @@
 // PageJournal: keeps the data file an exact checkpoint between checkpoints (a redo page
-// journal, like SQLite's WAL at page granularity).
+// journal, like SQLite's WAL at page granularity), in two files so that a checkpoint can
+// be written while the next interval's pages are written back beside it.
 //
 // Contract
 // - No page of the last checkpoint is overwritten between checkpoints: every such page
-//   the buffer manager writes back in checkpoint interval `epoch` is appended to
-//   DIR/journal.vms as a frame (the sealed page itself, its header naming its pid and
-//   epoch), and a miss of such a page reads its newest frame (readPage). Pages beyond the
-//   last checkpoint's end are written in place: the checkpoint does not contain them.
-// - A checkpoint appends every remaining dirty page and the new free list, then commit()
-//   appends the new superblock as the commit frame and syncs the journal: that sync is
-//   the checkpoint's commit point. backfill() then copies the newest frame of every page
-//   and the superblock into the data file, syncs it, and recycles the journal (the next
-//   interval overwrites it from the start; its stale frames carry an older epoch).
+//   the buffer manager writes back is appended as a frame (the sealed page itself, its
+//   header naming its pid and the checkpoint interval, epoch, it belongs to) to the
+//   journal file of that epoch's parity, DIR/journal-0.vms or DIR/journal-1.vms; a miss
+//   reads the page's newest frame (the newer interval's file first). Pages from the
+//   interval's `directFrom` on (the file grew since the last checkpoint) are written in
+//   place: the last checkpoint does not contain them.
+// - Two intervals are live at most: the one a checkpoint is writing (E) and the one
+//   after its cut (E + 1). begin(E + 1) needs E + 1's file recycled, i.e. checkpoint
+//   E - 1 completed (backfilled).
+// - commit(E) appends the new superblock as E's commit frame and syncs E's file: that
+//   sync is checkpoint E's commit point. backfill(E) then copies the newest frame of
+//   every page of E and the superblock into the data file, syncs it, and recycles E's
+//   file (interval E + 2 overwrites it from the start; its stale frames carry an older
+//   epoch). Appends of E + 1 go on meanwhile: they use the other file.
 // - Space for frames is allocated ahead (fallocate, doubling), since appends that extend
-//   an O_DIRECT file are serialized by the file system. recover() truncates a journal it
-//   discards, so an interval that never committed leaves no frames of its epoch behind.
-// - recover(): on open, a journal whose frames up to a commit frame of the expected epoch
-//   are intact is backfilled (the interrupted checkpoint completes); anything else in it
-//   (frames of an interval that never committed, a torn tail) is discarded. So a crash,
-//   a failed write or a failed sync at any point reopens at the last committed checkpoint.
+//   an O_DIRECT file are serialized by the file system.
+// - recover(): on open, a file whose frames up to a commit frame of the expected epoch
+//   are intact is backfilled (the interrupted checkpoint completes); frames of an
+//   interval that never committed are discarded, and a file holding any is truncated,
+//   so the next interval with that epoch cannot meet them. So a crash, a failed write or
+//   a failed sync at any point reopens at the last committed checkpoint.
 // - A failed append leaves no trace that recovery would accept: the next append rewrites
 //   the same slots. syncFailed() tells whether the last failure was a failed fdatasync,
 //   after which nothing about the journal's durable content is known (the database must
 //   turn read-only until reopened).
-// - Thread-safe: appends, commit and backfill are serialized; readPage runs concurrently.
+// - Thread-safe: appends, commit and backfill of one file are serialized; the two files
+//   and readPage run concurrently.
 #pragma once
 
 #include <atomic>
@@ -41,24 +48,22 @@ namespace vmstore::internal {
 
 class PageJournal : public PageStore {
  public:
-  static constexpr const char* kFileName = "journal.vms";
+  // The journal file of epochs of this parity.
+  static std::string fileName(uint32_t epoch) { return epoch % 2 == 0 ? "journal-0.vms" : "journal-1.vms"; }
 
   // data: the open data file the journal stands in front of.
   Status open(const std::string& dir, DataFile* data, bool direct);
   void close();
 
-  // The interval whose frames are appended from now on. Pages from `directFrom` on are
-  // not part of the last checkpoint (the file grew since): they are written in place,
-  // and commit() syncs the data file before its commit frame.
-  void begin(uint32_t epoch, uint64_t directFrom) {
-    std::lock_guard g(appendMutex_);
-    epoch_.store(epoch, std::memory_order_relaxed);
-    directFrom_ = directFrom;
-  }
-  uint32_t epoch() const override { return epoch_.load(std::memory_order_relaxed); }
+  // Frames of `epoch` are appended from now on (to its recycled file); its pages from
+  // `directFrom` on are written in place, and commit(epoch) syncs the data file first.
+  void begin(uint32_t epoch, uint64_t directFrom);
+  uint32_t epoch() const { return newest_.load(std::memory_order_acquire); }
 
   // On open: completes a committed checkpoint of `epoch` found in the journal (its
-  // superblock frame is copied to *superblock, *applied = true), else empties it.
+  // superblock frame is copied to *superblock, *applied = true); discards the frames of
+  // every interval that never committed. epoch 0: the data file's superblock is lost,
+  // take the newest committed checkpoint the journal holds.
   Status recover(uint32_t epoch, bool* applied, Page* superblock);
 
   Status readPage(uint64_t pid, Page* buf) override;
@@ -66,32 +71,42 @@ class PageJournal : public PageStore {
 
   // Appends pages that are not in the pool (the free list) as frames.
   Status append(std::span<const PageWrite> writes) { return writePages(writes); }
-  // Appends the sealed superblock image as the commit frame and syncs the journal.
-  Status commit(const Page* superblock);
-  // After commit: newest frames and the superblock into the data file, synced; journal
-  // emptied and synced. A failure leaves the commit in the journal for recover().
-  Status backfill();
+  // Appends the sealed superblock image as the commit frame of `epoch` and syncs.
+  Status commit(uint32_t epoch, const Page* superblock);
+  // After commit(epoch): its newest frames and the superblock into the data file,
+  // synced; its file recycled. A failure leaves the commit in the journal for recover().
+  Status backfill(uint32_t epoch);
 
-  bool empty() const { return slots_.load(std::memory_order_acquire) == 0; }
-  uint64_t bytes() const { return slots_.load(std::memory_order_acquire) * kPageSize; }
-  bool syncFailed() const { return syncFailed_; }
+  uint64_t bytes() const;  // frames written in the live intervals
+  bool syncFailed() const { return syncFailed_.load(std::memory_order_acquire); }
 
  private:
-  Status truncateAll();
+  struct File {
+    DataFile file;
+    std::mutex appendMutex;                 // appends, commit, backfill, truncate
+    uint32_t epoch = 0;                     // the interval its frames belong to
+    uint64_t directFrom = ~0ull;            // pages at or above it are written in place
+    bool directWritten = false;             // since the last commit
+    std::atomic<uint64_t> slots{0};         // frames written (next slot to write)
+    uint64_t commitSlot = 0;                // slot of the commit frame after commit()
+    uint64_t allocated = 0;                 // pages allocated on the device
+    std::shared_mutex indexMutex;           // index and the file's content for readers
+    std::unordered_map<uint64_t, uint64_t> index;  // pid -> slot of its newest frame
+    std::atomic<uint64_t> indexed{0};       // index.size(), for the lock-free miss path
+  };
+  File& fileOf(uint32_t epoch) { return files_[epoch % 2]; }
+  Status appendTo(File& f, std::span<const PageWrite> writes);  // f.appendMutex held
+  // Scans f from slot 0 for frames of epoch: *any tells whether one exists; a commit
+  // found fills f's index and *superblock and returns true.
+  Status scan(File& f, uint32_t epoch, bool* committed, bool* any, Page* superblock);
+  Status backfillLocked(File& f);
+  Status truncate(File& f);
+  void failedSync() { syncFailed_.store(true, std::memory_order_release); }
 
-  DataFile file_;
   DataFile* data_ = nullptr;
-  std::atomic<uint32_t> epoch_{0};
-  std::mutex appendMutex_;                  // appends, commit, backfill, truncate
-  std::atomic<uint64_t> slots_{0};          // frames written (next slot to write)
-  uint64_t commitSlot_ = 0;                 // slot of the commit frame after commit()
-  std::shared_mutex indexMutex_;            // index_ and the file's content for readers
-  std::unordered_map<uint64_t, uint64_t> index_;  // pid -> slot of its newest frame
-  std::atomic<uint64_t> indexed_{0};        // index_.size(), for the lock-free miss path
-  bool syncFailed_ = false;
-  uint64_t allocated_ = 0;  // pages allocated on the device (appends stay inside)
-  uint64_t directFrom_ = ~0ull;  // pages at or above it are written in place
-  bool directWritten_ = false;   // since the last commit
+  File files_[2];
+  std::atomic<uint32_t> newest_{0};  // the newest interval begun
+  std::atomic<bool> syncFailed_{false};
 };
 
 }  // namespace vmstore::internal

@@ -253,7 +253,7 @@ TEST(BufferManager, HardBudgetUnderConcurrentAccess) {
               Page* p = bm.fixX(pid);
               if (!checkStamp(p, pid).empty()) badReads++;
               words(p)[1]++;
-              BufferManager::markDirty(p);
+              bm.markDirty(pid, p);
               increments[t][pid]++;
               bm.unfixX(pid);
               break;
@@ -312,7 +312,7 @@ TEST(BufferManager, EvictedPagesComeBackIntact) {
   for (size_t i = 0; i < pids.size(); i += 2) {
     Page* p = bm.fixX(pids[i]);
     words(p)[1] = 77;
-    BufferManager::markDirty(p);
+    bm.markDirty(pids[i], p);
     bm.unfixX(pids[i]);
   }
   ASSERT_TRUE(vmsunit::evictAll(bm, pids));
@@ -509,7 +509,6 @@ struct FlakyStore : vmstore::internal::PageStore {
     reads++;
     return file->readPage(pid, buf);
   }
-  uint32_t epoch() const override { return sealEpoch; }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
     if (failWrites) return Status::NoSpace("device full (test)");
     written += w.size();
@@ -517,7 +516,6 @@ struct FlakyStore : vmstore::internal::PageStore {
   }
   vmstore::internal::DataFile* file;
   std::atomic<bool> failWrites{false};
-  uint32_t sealEpoch = 0;
   std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> written{0};
 };
@@ -526,7 +524,7 @@ TEST(BufferManager, PagesGoThroughTheStoreSealedWithTheEpoch) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
   FlakyStore store(&env.file);
-  store.sealEpoch = 7;
+  bm.setEpoch(7);
   bm.setStore(&store);
   std::vector<uint64_t> pids = allocStamped(bm, 5);
   UNIT_ASSERT_OK(bm.flushAll());
@@ -642,7 +640,7 @@ TEST(BufferManager, FlushAllWritesEveryDirtyPage) {
   for (size_t i = 0; i < 10; i++) {
     Page* p = bm.fixX(pids[i * 7]);
     words(p)[1] = 5;
-    BufferManager::markDirty(p);
+    bm.markDirty(pids[i * 7], p);
     bm.unfixX(pids[i * 7]);
   }
   UNIT_ASSERT_OK(bm.flushAll());

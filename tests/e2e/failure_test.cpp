@@ -100,7 +100,7 @@ void failedSyncThenCrash(const char* failingFile, bool mayHoldVersion1) {
 
 TEST(Failures, FailedJournalSyncThenCrashReopensAtASyncedState) {
   // The failing fdatasync is the checkpoint's commit: version 1 or 2, never a mix.
-  failedSyncThenCrash("journal.vms", true);
+  failedSyncThenCrash("/journal-", true);
 }
 
 TEST(Failures, FailedDataFileSyncThenCrashReopensAtTheCommittedState) {

@@ -113,27 +113,45 @@ TEST(OpLog, AppendedRecordsReplayInOrderAfterReopen) {
   EXPECT_TRUE(replayAll(log, 2, &info).empty());
 }
 
-TEST(OpLog, RecycledLogNeverReplaysTheOldIntervalOrAnotherSession) {
+TEST(OpLog, CutMovesToTheOtherFileAndNeverReplaysAnOldIntervalOrSession) {
   ScratchDir dir;
-  auto put = [](OpLog& log, const std::string& k) { logOne(log, {LogOpKind::kPut, "", k, "v"}); };
+  auto put = [](OpLog& log, const std::string& k) { return logOne(log, {LogOpKind::kPut, "", k, "v"}); };
   {
     OpLog log;
     UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
     UNIT_ASSERT_OK(log.startWriting(1));
     for (int i = 0; i < 100; i++) put(log, "old" + std::to_string(i));
-    log.begin(2);  // a checkpoint committed epoch 1
+    uint64_t cutLsn = log.cut(2);  // a checkpoint of epoch 1 begins
+    EXPECT_EQ(log.bytes(), 0u);
     put(log, "new");
+    log.covered(cutLsn);  // ... and committed
     UNIT_ASSERT_OK(log.close());
   }
   {
     OpLog log;
     UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
     ReplayInfo info;
+    EXPECT_EQ(replayAll(log, 1, &info).size(), 100u) << "the cut must leave epoch 1's file alone";
     auto recs = replayAll(log, 2, &info);
-    ASSERT_EQ(recs.size(), 1u) << "records of epoch 1 behind the recycled start were replayed";
+    ASSERT_EQ(recs.size(), 1u);
     EXPECT_EQ(recs[0][0], "1||new|v");
-    // A new session (new salt) writing epoch 2 from the start again, shorter: its first
-    // record overwrites "new"; old records of the other session later in the file stay.
+    // Epoch 3 reuses epoch 1's file from the start: epoch 1's records behind it are gone.
+    UNIT_ASSERT_OK(log.startWriting(2));
+    put(log, "again");
+    log.cut(3);
+    put(log, "three");
+    UNIT_ASSERT_OK(log.close());
+  }
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    ReplayInfo info;
+    EXPECT_TRUE(replayAll(log, 1, &info).empty()) << "records of epoch 1 behind the reused start were replayed";
+    auto recs = replayAll(log, 3, &info);
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0][0], "1||three|v");
+    // A new session (new salt) writing epoch 2 from the start again: its first record
+    // overwrites "again"; records of the other session later in the file never count.
     UNIT_ASSERT_OK(log.startWriting(2));
     put(log, "s2");
     UNIT_ASSERT_OK(log.close());
@@ -144,6 +162,35 @@ TEST(OpLog, RecycledLogNeverReplaysTheOldIntervalOrAnotherSession) {
   auto recs = replayAll(log, 2, &info);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0][0], "1||s2|v");
+  UNIT_ASSERT_OK(log.discard());
+  EXPECT_EQ(log.fileBytes(), 0u);
+  EXPECT_TRUE(replayAll(log, 2, &info).empty());
+}
+
+TEST(OpLog, AFlushAfterACutCoversTheFileBeforeIt) {
+  ScratchDir dir;
+  FaultIo faults;
+  faults.trackUnsynced();
+  Io* prev = setIo(&faults);
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    logOne(log, {LogOpKind::kPut, "", "before", "v"});
+    log.cut(2);  // the checkpoint of epoch 1 has not committed
+    uint64_t lsn = logOne(log, {LogOpKind::kPut, "", "after", "v"});
+    UNIT_ASSERT_OK(log.waitDurable(lsn));
+    faults.powerCut(1, false);
+    log.close();
+  }
+  faults.revive();
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  EXPECT_EQ(replayAll(log, 1, &info).size(), 1u) << "the record before the cut was not made durable";
+  EXPECT_EQ(replayAll(log, 2, &info).size(), 1u);
+  log.close();
+  setIo(prev);
 }
 
 TEST(OpLog, ReplayStopsAtATornRecord) {
@@ -161,7 +208,7 @@ TEST(OpLog, ReplayStopsAtATornRecord) {
     UNIT_ASSERT_OK(log.close());
   }
   // Damage one byte in the middle of the second record.
-  int fd = ::open(dir.file(OpLog::kFileName).c_str(), O_RDWR);
+  int fd = ::open(dir.file(OpLog::fileName(1)).c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   char c = 'Z';
   ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(ends[0] + 300)), 1);
@@ -214,7 +261,7 @@ TEST(OpLog, FailedFlushIsNeverRetried) {
     UNIT_ASSERT_OK(log.startWriting(1));
     Status told;
     log.onSyncFailure = [&](const Status& s) { told = s; };
-    faults.fail({FaultIo::Op::kSync, "log.vms", 0, 1, EIO});
+    faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
     LogOp op{LogOpKind::kPut, "", "k", "v"};
     uint64_t lsn = logOne(log, op);
     ASSERT_NE(lsn, 0u);
