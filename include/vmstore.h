@@ -19,10 +19,12 @@
  * - Limits: keys are 1 .. VMS_MAX_KEY_SIZE bytes (the empty key is not allowed),
  *   values are 0 .. VMS_MAX_VALUE_SIZE bytes. Larger ones get VMS_ETOOBIG.
  * - Durability: every put, delete, batch and tree create or drop is appended to a
- *   write-ahead log (log.vms) before it returns; config durability= says when it returns
+ *   write-ahead log (log-0.vms, log-1.vms) before it returns; config durability= says when it returns
  *   (sync, the default: once the record is on stable storage; async: once it is in the
  *   OS page cache; none: no log). vms_sync() and vms_close() are checkpoints, committed
- *   atomically through the page journal (journal.vms). After a crash, a kill or a power
+ *   atomically through the page journal (journal-0.vms, journal-1.vms); a background
+ *   checkpoint runs when the log passes a quarter of log_size. A checkpoint never stops
+ *   writers beyond waiting for the writes in flight at its start. After a crash, a kill or a power
  *   cut, the next open restores the last committed checkpoint and replays the log after
  *   it: every write acknowledged under sync (under async: all but the last
  *   sync_interval ms after a power cut; under none: nothing after the checkpoint). A
@@ -84,8 +86,9 @@ const char* vms_last_error(void);
  *                    only vms_sync/vms_close are durable, a crash reopens at the last one
  *   sync_interval=MS with async, the log is flushed at least this often (1..60000,
  *                    default 100)
- *   log_size=SIZE    a writer that finds the log larger checkpoints, so the log file
- *                    stays near this size (1M..64G, default 1G)
+ *   log_size=SIZE    bound of the log's two files together: a checkpoint starts when
+ *                    the log passes a quarter of it, and a writer whose log file
+ *                    reaches half of it waits for that checkpoint (1M..64G, default 1G)
  *   direct_io=BOOL   O_DIRECT for the data file where allowed (default true)
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
@@ -98,8 +101,9 @@ int vms_open(const char* dir, const char* config, vms_db** db);
  * An error means the last checkpoint stays the one the next open finds (plus the log
  * after it, unless durability=none). */
 int vms_close(vms_db* db);
-/* All writes so far are on stable storage when this returns VMS_OK (a checkpoint; it
- * writes nothing when nothing changed since the last one). */
+/* All writes so far are on stable storage when this returns VMS_OK (a checkpoint of the
+ * state when it began; writers are not stopped while it writes; it writes nothing when
+ * nothing changed since the last one). */
 int vms_sync(vms_db* db);
 
 /* name "" is the default tree. With create=0 a missing tree gives VMS_NOTFOUND.

@@ -51,8 +51,9 @@ struct Options {
   // With async durability, the log is flushed to stable storage at least this often (in
   // milliseconds, 1 .. 60000). Default 100.
   uint32_t sync_interval_ms = 100;
-  // The write-ahead log is kept below about this size: a writer that finds it larger runs
-  // a checkpoint, after which the log starts over. Default 1 GiB; 1 MiB .. 64 GiB.
+  // The write-ahead log's two files stay below this size together: a background
+  // checkpoint starts when the log passes a quarter of it, and a writer whose log file
+  // reaches half of it waits for that checkpoint. Default 1 GiB; 1 MiB .. 64 GiB.
   uint64_t log_size = 1ull << 30;
   // Read and write the data file with O_DIRECT (bypassing the page cache) where the file
   // system allows it; false: through the page cache. Default true.

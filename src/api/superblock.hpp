@@ -1,7 +1,8 @@
 // The on-storage format of a database: the superblock (page 0) and the free-list pages.
 //
-// A database directory holds LOCK (the lock target), data.vms (an array of 4 KiB pages)
-// and journal.vms (the page journal, src/wal). Page 0 of data.vms is the superblock;
+// A database directory holds LOCK (the lock target), data.vms (an array of 4 KiB pages),
+// journal-0.vms and journal-1.vms (the page journal) and log-0.vms and log-1.vms (the
+// operation log; both in src/wal). Page 0 of data.vms is the superblock;
 // every page carries the buffer manager's header (checksum, own id, epoch). data.vms is
 // always exactly the last committed checkpoint: a checkpoint goes through the journal
 // (see wal/page_journal.hpp), and `checkpoints` counts them. `clean` is always 1 in

@@ -366,36 +366,52 @@ Status BufferManager::writeCopies(uint32_t epoch, bool all) {
 }
 
 Status BufferManager::flushDirty(uint8_t tag) {
+  // Each page is copied under a brief shared lock and the copies written, so a writer
+  // never waits for this I/O. A page stays dirty until its copy is on storage; a writer
+  // that changes it meanwhile keeps the same image again (a harmless second frame).
+  constexpr size_t kFlushBatch = 256;
+  std::unique_ptr<Page[]> bufs(new Page[kFlushBatch]);
   std::vector<uint64_t> todo;
   resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });
   while (!todo.empty()) {
     std::vector<uint64_t> retry;
-    constexpr size_t kFlushBatch = 256;
     for (size_t i = 0; i < todo.size(); i += kFlushBatch) {
-      std::vector<uint64_t> batch;
-      std::lock_guard g(evictMutex_);
+      std::vector<PageWrite> writes;
+      std::vector<uint8_t> tags;
+      std::lock_guard g(evictMutex_);  // one writer of pages at a time (evictions too)
       for (size_t j = i; j < std::min(todo.size(), i + kFlushBatch); j++) {
         uint64_t pid = todo[j];
         PageState& ps = state(pid);
         uint64_t w = ps.load();
-        uint64_t s = PageState::stateOf(w);
-        if (s == PageState::kEvicted) continue;  // evicted meanwhile: written then
-        uint8_t d = __atomic_load_n(&pageAt(pid)->header.dirty, __ATOMIC_RELAXED);
+        if (PageState::stateOf(w) == PageState::kEvicted) continue;  // evicted meanwhile: written then
+        Page* p = pageAt(pid);
+        uint8_t d = __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED);
         if (d == 0 || (tag != 0 && d != tag)) continue;  // clean, or of the other epoch
         if (!ps.tryLockS(w)) {
           retry.push_back(pid);  // never wait for a page lock while holding evictMutex_
           continue;
         }
-        d = __atomic_load_n(&pageAt(pid)->header.dirty, __ATOMIC_RELAXED);  // stable now
+        d = __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED);  // stable now
         if (d != 0 && (tag == 0 || d == tag)) {
-          batch.push_back(pid);
-        } else {
-          ps.unlockS();
+          Page* copy = &bufs[writes.size()];
+          std::memcpy(copy, p, kPageSize);
+          sealPage(copy, pid, epochOfTag(d));
+          writes.push_back({pid, copy});
+          tags.push_back(d);
         }
+        ps.unlockS();
       }
-      Status st = writePages(batch);
-      for (uint64_t pid : batch) state(pid).unlockS();
-      if (!st.ok()) return st;
+      if (writes.empty()) continue;
+      Status st = store_->writePages(writes);
+      if (!st.ok()) return st;  // the pages are still dirty
+      for (size_t k = 0; k < writes.size(); k++) {
+        // Clean, unless a writer has changed it since (then it is dirty in the new epoch).
+        uint8_t expect = tags[k];
+        __atomic_compare_exchange_n(&pageAt(writes[k].pid)->header.dirty, &expect, uint8_t{0}, false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+      }
+      counters_.add(Counter::kPagesWritten, writes.size());
+      writeBackFailing_.store(false, std::memory_order_relaxed);
     }
     if (!retry.empty()) std::this_thread::yield();
     todo.swap(retry);

@@ -78,6 +78,32 @@ uint64_t FaultIo::calls(Op op) const {
   return counts_[static_cast<int>(op)];
 }
 
+void FaultIo::hold(Op op, const std::string& pathPart) {
+  std::lock_guard g(mutex_);
+  held_ = true;
+  heldOp_ = op;
+  heldPath_ = pathPart;
+}
+
+void FaultIo::unhold() {
+  std::lock_guard g(mutex_);
+  held_ = false;
+  unheld_.notify_all();
+}
+
+uint64_t FaultIo::holding() const {
+  std::lock_guard g(mutex_);
+  return waiting_;
+}
+
+void FaultIo::waitWhileHeld(std::unique_lock<std::mutex>& lk, Op op, const std::string& path) {
+  while (held_ && heldOp_ == op && path.find(heldPath_) != std::string::npos) {
+    waiting_++;
+    unheld_.wait(lk);
+    waiting_--;
+  }
+}
+
 bool FaultIo::refusedLocked(Op op, const std::string& path) {
   counts_[static_cast<int>(op)]++;
   if (gone_) {
@@ -380,6 +406,7 @@ ssize_t FaultIo::pread(int fd, const std::string& path, void* buf, size_t n, uin
 
 ssize_t FaultIo::pwrite(int fd, const std::string& path, const void* buf, size_t n, uint64_t off) {
   std::unique_lock lk(mutex_);
+  waitWhileHeld(lk, Op::kWrite, path);
   if (refusedLocked(Op::kWrite, path)) return -1;
   if (wouldExceedSpaceLocked(fd, off + n)) return -1;
   if (!tracking_) {
@@ -413,6 +440,7 @@ ssize_t FaultIo::pwrite(int fd, const std::string& path, const void* buf, size_t
 
 int FaultIo::fdatasync(int fd, const std::string& path) {
   std::unique_lock lk(mutex_);
+  waitWhileHeld(lk, Op::kSync, path);
   if (refusedLocked(Op::kSync, path)) return -1;
   if (!tracking_) {
     lk.unlock();

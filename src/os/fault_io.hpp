@@ -55,6 +55,9 @@
 //   power cut before it, the stores in live mappings are written to their files first
 //   (kept, as the writes are) and the mappings forgotten: later stores into that memory
 //   reach no file. Rules, the space limit and the counts are kept.
+// - hold(op, pathPart): pwrite and fdatasync calls of that op on a matching path wait
+//   (before doing anything) until unhold(); holding() counts the calls waiting now. For
+//   tests that need an operation provably in progress while others run.
 // - Thread-safe. While tracking (or gone), every call holds one mutex for its whole
 //   duration, so powerCut() never interleaves with a call in flight. Install with setIo()
 //   before opening the database under test. usesKernelOnly() is false.
@@ -62,6 +65,7 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -95,6 +99,9 @@ class FaultIo : public Io {
   void spaceLimit(uint64_t bytes);
   void clearSpaceLimit();
   uint64_t calls(Op op) const;
+  void hold(Op op, const std::string& pathPart);
+  void unhold();
+  uint64_t holding() const;
 
   // Power loss (see the contract above).
   void trackUnsynced();
@@ -165,7 +172,15 @@ class FaultIo : public Io {
   // Drops every saved before-image and mapping, closes the own descriptors.
   void forgetAllLocked();
 
+  // Waits while a hold matches (lk holds mutex_; released while waiting).
+  void waitWhileHeld(std::unique_lock<std::mutex>& lk, Op op, const std::string& path);
+
   mutable std::mutex mutex_;
+  bool held_ = false;
+  Op heldOp_ = Op::kWrite;
+  std::string heldPath_;
+  uint64_t waiting_ = 0;
+  std::condition_variable unheld_;
   std::vector<Active> rules_;
   uint64_t counts_[static_cast<int>(Op::kCount)] = {};
   bool limited_ = false;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <span>
@@ -519,6 +520,78 @@ struct FlakyStore : vmstore::internal::PageStore {
   std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> written{0};
 };
+
+// A page store that remembers, per page, the epoch and counter word of every write.
+struct RecordingStore : vmstore::internal::PageStore {
+  explicit RecordingStore(vmstore::internal::DataFile* f) : file(f) {}
+  Status readPage(uint64_t pid, Page* buf) override { return file->readPage(pid, buf); }
+  Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
+    std::lock_guard g(mutex);
+    for (const auto& x : w) {
+      const Page* p = static_cast<const Page*>(x.buf);
+      EXPECT_TRUE(pageIsIntact(p, x.pid)) << "page " << x.pid << " written unsealed";
+      seen[x.pid].push_back({p->header.epoch, reinterpret_cast<const uint64_t*>(p->payload)[1]});
+    }
+    return file->writeBatch(w);
+  }
+  // (epoch, counter word) of each write of pid in epoch, oldest first.
+  std::vector<uint64_t> words(uint64_t pid, uint32_t epoch) {
+    std::lock_guard g(mutex);
+    std::vector<uint64_t> out;
+    for (auto& [e, w] : seen[pid]) {
+      if (e == epoch) out.push_back(w);
+    }
+    return out;
+  }
+  vmstore::internal::DataFile* file;
+  std::mutex mutex;
+  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> seen;
+};
+
+TEST(BufferManager, CheckpointSnapshotHoldsEveryPageAsItWasAtTheCut) {
+  BufferEnv env(256);  // copyCap() is 64 pages
+  BufferManager& bm = *env.bm;
+  RecordingStore store(&env.file);
+  bm.setStore(&store);
+  bm.setEpoch(1);
+  std::vector<uint64_t> pids = allocStamped(bm, 200);  // dirty in epoch 1, counter 0
+  bm.setEpoch(2);  // the cut: these 200 pages are the snapshot of epoch 1
+  // Writers change 150 of them, twice. The first change of each keeps the epoch-1 image
+  // (64 copied aside, the others written before they change); the second keeps nothing.
+  for (uint64_t round = 1; round <= 2; round++) {
+    for (size_t i = 0; i < 150; i++) {
+      Page* p = bm.fixX(pids[i]);
+      bm.markDirty(pids[i], p);
+      words(p)[1] = round;
+      bm.unfixX(pids[i]);
+    }
+  }
+  EXPECT_EQ(bm.snapshotCopies(), bm.copyCap());
+  UNIT_ASSERT_OK(bm.flushEpoch(1));
+  EXPECT_EQ(bm.snapshotCopies(), 0u);
+  for (uint64_t pid : pids) {
+    EXPECT_EQ(store.words(pid, 1), std::vector<uint64_t>{0}) << "page " << pid << " not written as at the cut";
+  }
+  // The changes belong to epoch 2: still dirty, written by its own flush, newest content.
+  UNIT_ASSERT_OK(bm.flushEpoch(1));  // nothing left of epoch 1
+  UNIT_ASSERT_OK(bm.flushEpoch(2));
+  for (size_t i = 0; i < pids.size(); i++) {
+    std::vector<uint64_t> want = i < 150 ? std::vector<uint64_t>{2} : std::vector<uint64_t>{};
+    EXPECT_EQ(store.words(pids[i], 2), want) << "page " << pids[i];
+    EXPECT_EQ(store.words(pids[i], 1).size(), 1u) << "page " << pids[i];
+  }
+  // A freed page of a snapshot keeps its image too.
+  bm.setEpoch(3);
+  Page* p = bm.fixX(pids[0]);
+  bm.markDirty(pids[0], p);
+  words(p)[1] = 3;
+  bm.unfixX(pids[0]);
+  bm.setEpoch(4);
+  ASSERT_EQ(PageState::stateOf(bm.state(pids[0]).load()), PageState::kUnlocked);
+  bm.freePageById(pids[0]);
+  UNIT_ASSERT_OK(bm.flushEpoch(3));
+  EXPECT_EQ(store.words(pids[0], 3), std::vector<uint64_t>{3});
+}
 
 TEST(BufferManager, PagesGoThroughTheStoreSealedWithTheEpoch) {
   BufferEnv env(256);

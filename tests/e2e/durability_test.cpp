@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "os/fault_io.hpp"
@@ -60,8 +61,8 @@ TEST(Durability, LogStaysBoundedInALongWriteRun) {
   vmstore::Stats s = db->stats();
   maxFile = std::max(maxFile, s.log_file_bytes);
   EXPECT_GE(s.checkpoints - before, 4u) << "the log was not recycled by checkpoints";
-  EXPECT_LE(maxFile, 3ull << 20) << "log file above log_size plus one growth step";
-  EXPECT_LE(s.log_bytes, 2ull << 20);
+  EXPECT_LE(maxFile, 2ull << 20) << "the two log files together above log_size";
+  EXPECT_LE(s.log_bytes, 1ull << 20) << "a log file above half of log_size";
   VMS_ASSERT_OK(db->close());
 }
 
@@ -151,6 +152,62 @@ TEST(Durability, FullDeviceFailsTheWriteAndKeepsEveryAcknowledgedOne) {
   vmstore::Tree* t;
   VMS_ASSERT_OK(db->openTree("", false, &t));
   EXPECT_EQ(scanForward(t).size(), static_cast<size_t>(acked));
+  VMS_ASSERT_OK(db->close());
+}
+
+// Issue 6, item 3: a checkpoint never stops writers. Its page writes are held (the
+// fault layer keeps them waiting) while the checkpoint is provably in progress; puts,
+// deletes and batches with durability=sync complete meanwhile, and the checkpoint then
+// commits and the database reopens with every acknowledged write.
+TEST(Durability, CheckpointInProgressDoesNotStopWriters) {
+  FaultScope faults;
+  std::string dir = freshDir();
+  {
+    auto db = openDb(dir, "pool_size=64M,durability=sync");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", true, &t));
+    const int n = 3000;
+    for (int i = 0; i < n; i++) VMS_ASSERT_OK(t->put(numKey("k", i), "v1"));
+    uint64_t checkpoints = db->stats().checkpoints;
+    faults.io().hold(FaultIo::Op::kWrite, "");  // every page write waits (the log is mapped)
+    Status synced;
+    std::thread syncer([&] { synced = db->sync(); });
+    for (int waited = 0; faults.io().holding() == 0 && waited < 20000; waited++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_GT(faults.io().holding(), 0u) << "the checkpoint never wrote";
+    for (int i = 0; i < n; i++) VMS_ASSERT_OK(t->put(numKey("k", i), "v2"));
+    for (int i = 0; i < n / 10; i++) VMS_ASSERT_OK(t->del(numKey("k", i)));
+    vmstore::WriteBatch batch;
+    VMS_ASSERT_OK(batch.put(t, "batch-a", "1"));
+    VMS_ASSERT_OK(batch.put(t, "batch-b", "2"));
+    VMS_ASSERT_OK(db->write(batch));
+    EXPECT_GT(faults.io().holding(), 0u) << "the checkpoint finished while the writers ran";
+    EXPECT_EQ(db->stats().checkpoints, checkpoints) << "the checkpoint committed while its writes were held";
+    faults.io().unhold();
+    syncer.join();
+    VMS_ASSERT_OK(synced);
+    EXPECT_EQ(db->stats().checkpoints, checkpoints + 1);
+    expectCheckOk(db.get());
+    // A crash: the device goes away (no final checkpoint at close); what the checkpoint
+    // and the log hold must give every acknowledged write.
+    faults.io().powerCut(7, true);
+    db->close();
+  }
+  faults.io().revive();
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  KV got = scanForward(t);
+  EXPECT_EQ(got.size(), 3000u - 300u + 2u);
+  std::string v;
+  VMS_ASSERT_OK(t->get(numKey("k", 2999), &v));
+  EXPECT_EQ(v, "v2");
+  EXPECT_TRUE(t->get(numKey("k", 0), &v).isNotFound());
+  VMS_ASSERT_OK(t->get("batch-b", &v));
+  expectCheckOk(db.get());
   VMS_ASSERT_OK(db->close());
 }
 
