@@ -39,6 +39,7 @@
 #include <string>
 #include <thread>
 
+#include "sync/spin_mutex.hpp"
 #include "vmstore/options.hpp"
 #include "vmstore/status.hpp"
 #include "wal/log_record.hpp"
@@ -117,7 +118,7 @@ class OpLog {
   uint64_t limit_ = 0;  // per file: half of log_size
   uint64_t step_ = 0;   // growth unit
 
-  std::mutex appendMutex_;
+  SpinMutex appendMutex_;  // short sections: encode and copy one record
   uint64_t end_ = 0;       // appended in this interval
   uint64_t reserved_ = 0;  // reserved, not yet appended
   uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
