@@ -231,6 +231,7 @@ Status DatabaseImpl::recoverAndLoad() {
     bm_->freeSpace().assign(std::move(free));
     catalog_ = std::make_unique<BTree>(*bm_, sb.catalogRoot);
     sb_ = sb;
+    checkpoints_.store(sb.checkpoints, std::memory_order_relaxed);
     uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
     journal_.begin(epoch, sb.pageCount);
     bm_->setEpoch(epoch);
@@ -383,6 +384,7 @@ Status DatabaseImpl::finishLocked() {
       return st;
     }
     sb_ = s;
+    checkpoints_.store(s.checkpoints, std::memory_order_relaxed);
     if (log_.writing()) log_.covered(snap.cutLsn);  // every record before the cut is in it
     uint32_t epoch = snap.epoch;
     pending_.reset();
@@ -593,7 +595,7 @@ Stats DatabaseImpl::stats() {
   s.log_file_bytes = log_.fileBytes();
   s.file_bytes += s.log_file_bytes;
   s.log_flushes = log_.flushes();
-  s.checkpoints = sb_.checkpoints;
+  s.checkpoints = checkpoints_.load(std::memory_order_relaxed);  // sb_ is the checkpointer's
   s.recovered_records = recovery_.recovered_records;
   s.recovered_operations = recovery_.recovered_operations;
   s.recovered_bytes = recovery_.recovered_bytes;

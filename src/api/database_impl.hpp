@@ -173,7 +173,8 @@ class DatabaseImpl {
   Stats recovery_;          // the recovered_* and recovery_us fields of stats()
   std::unique_ptr<BufferManager> bm_;
   std::unique_ptr<BTree> catalog_;
-  Superblock sb_;  // of the last committed checkpoint
+  Superblock sb_;  // of the last committed checkpoint (under checkpointMutex_ after open)
+  std::atomic<uint64_t> checkpoints_{0};  // sb_.checkpoints, for stats()
   std::shared_mutex writeGate_;
   std::mutex treesMutex_;
   std::map<std::string, std::unique_ptr<TreeImpl>, std::less<>> trees_;
