@@ -147,6 +147,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   std::lock_guard g(appendMutex_);
   epoch_ = epoch;
   cur_ = static_cast<int>(epoch % 2);
+  mapped_.store(segs_[cur_].capacity, std::memory_order_release);
   if (options_.durability == Durability::kAsync) flusher_ = std::thread([this] { flusherLoop(); });
   return Status::OK();
 }
@@ -173,41 +174,44 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
 }
 
 uint64_t OpLog::cut(uint32_t epoch) {
-  std::lock_guard g(appendMutex_);
+  std::lock_guard g(appendMutex_);  // no reservation is open (the caller's contract)
   epoch_ = epoch;
   cur_ = static_cast<int>(epoch % 2);
   lsnBase_ += end_;
   end_ = 0;
+  claimed_.store(0, std::memory_order_relaxed);
+  mapped_.store(segs_[cur_].capacity, std::memory_order_release);
   bytes_.store(0, std::memory_order_relaxed);
   return lsnBase_;
 }
 
 Status OpLog::reserve(size_t bytes) {
-  std::lock_guard g(appendMutex_);
-  uint64_t need = end_ + reserved_ + bytes;
-  if (need > limit_) return Status::Busy("log full");
-  Segment& seg = segs_[cur_];
-  if (need > seg.capacity) {
-    Status s = grow(seg, need);
-    if (!s.ok()) return s;
+  // Fast path: room in what is mapped. A claim that does not fit is taken back (others
+  // may see it for a moment and take the slow path: only slower, never wrong).
+  if (claimed_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= mapped_.load(std::memory_order_acquire)) {
+    return Status::OK();
   }
-  reserved_ += bytes;
-  return Status::OK();
+  claimed_.fetch_sub(bytes, std::memory_order_relaxed);
+  std::lock_guard g(appendMutex_);
+  Segment& seg = segs_[cur_];
+  for (uint64_t claimed = claimed_.load(std::memory_order_relaxed);;) {
+    uint64_t need = claimed + bytes;
+    if (need > limit_) return Status::Busy("log full");
+    if (need > seg.capacity) {
+      Status s = grow(seg, need);
+      if (!s.ok()) return s;
+      mapped_.store(seg.capacity, std::memory_order_release);
+    }
+    if (claimed_.compare_exchange_weak(claimed, need, std::memory_order_relaxed)) return Status::OK();
+  }
 }
 
-bool OpLog::room(size_t bytes) {
-  std::lock_guard g(appendMutex_);
-  return end_ + reserved_ + bytes <= limit_;
-}
+bool OpLog::room(size_t bytes) const { return claimed_.load(std::memory_order_relaxed) + bytes <= limit_; }
 
-void OpLog::unreserve(size_t bytes) {
-  std::lock_guard g(appendMutex_);
-  reserved_ -= bytes;
-}
+void OpLog::unreserve(size_t bytes) { claimed_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
   std::lock_guard g(appendMutex_);
-  reserved_ -= size;
   encodeRecord(ops, salt_, end_, epoch_, segs_[cur_].base + end_);
   end_ += size;
   bytes_.store(end_, std::memory_order_relaxed);

@@ -80,7 +80,7 @@ class OpLog {
 
   Status reserve(size_t bytes);
   bool fits(size_t bytes) const { return bytes <= limit_; }  // in an empty file
-  bool room(size_t bytes);  // reserve(bytes) would not be Busy now
+  bool room(size_t bytes) const;  // reserve(bytes) would not be Busy now
   void unreserve(size_t bytes);
   // Appends the record of ops; size is recordSize(ops), reserved before. Returns its end.
   uint64_t append(std::span<const LogOp> ops, size_t size);
@@ -119,8 +119,11 @@ class OpLog {
   uint64_t step_ = 0;   // growth unit
 
   SpinMutex appendMutex_;  // short sections: encode and copy one record
-  uint64_t end_ = 0;       // appended in this interval
-  uint64_t reserved_ = 0;  // reserved, not yet appended
+  uint64_t end_ = 0;  // appended in this interval
+  // Appended plus reserved in this interval, and the current file's mapped size: a
+  // reservation that fits is one atomic add, without the mutex.
+  std::atomic<uint64_t> claimed_{0};
+  std::atomic<uint64_t> mapped_{0};
   uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};
