@@ -39,6 +39,15 @@ int cmdStats(int argc, char** argv) {
     std::string label = "tree " + treeLabel(name);
     const uint64_t keys = countKeys(*tree);
     line(label.c_str(), std::to_string(keys) + (keys == 1 ? " key" : " keys"));
+    TreeShape shape;
+    check(tree->shape(&shape), "tree shape");
+    auto percent = [](double f) { return std::to_string(static_cast<int>(f * 100 + 0.5)) + "%"; };
+    std::string text = "height " + std::to_string(shape.height) + ", " + std::to_string(shape.leaf_pages) +
+                       " leaf pages (" + percent(shape.leaf_fill) + " full), " + std::to_string(shape.inner_pages) +
+                       " inner pages";
+    if (shape.inner_pages > 0) text += " (" + percent(shape.inner_fill) + " full)";
+    if (shape.value_pages > 0) text += ", " + std::to_string(shape.value_pages) + " value pages";
+    line((label + " shape").c_str(), text);
   }
   // Read after counting: the event counters then show what the count scan cost.
   Stats st = db->stats();

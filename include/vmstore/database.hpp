@@ -51,6 +51,8 @@ class Tree {
   Status get(std::string_view key, std::span<std::byte> buf, size_t* vlen) const;
   // NotFound when absent.
   Status del(std::string_view key);
+  // Height, page counts and average fill of this tree (reads every page of it).
+  Status shape(TreeShape* out) const;
   // An unpositioned iterator over this tree; call seek*() before reading it.
   Iterator newIterator() const;
   const std::string& name() const;

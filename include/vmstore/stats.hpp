@@ -38,4 +38,15 @@ struct Stats {
   uint64_t recovery_us = 0;
 };
 
+// The shape of one tree (Tree::shape): a walk of all its pages under shared locks.
+struct TreeShape {
+  uint32_t height = 0;        // levels, leaves included (a lone root leaf: 1)
+  uint64_t leaf_pages = 0;
+  uint64_t inner_pages = 0;
+  uint64_t value_pages = 0;   // pages of values stored outside the leaves
+  uint64_t keys = 0;
+  double leaf_fill = 0;       // average share of a leaf page in use (0..1)
+  double inner_fill = 0;      // the same for inner pages (0 when there are none)
+};
+
 }  // namespace vmstore

@@ -75,6 +75,7 @@ Status Tree::get(std::string_view key, std::span<std::byte> buf, size_t* vlen) c
   return impl_->db->get(impl_, key, buf, vlen);
 }
 Status Tree::del(std::string_view key) { return impl_->db->del(impl_, key); }
+Status Tree::shape(TreeShape* out) const { return impl_->db->shape(impl_, out); }
 const std::string& Tree::name() const { return impl_->name; }
 
 }  // namespace vmstore

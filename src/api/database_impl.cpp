@@ -758,6 +758,20 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   });
 }
 
+Status DatabaseImpl::shape(TreeImpl* t, TreeShape* out) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  return guarded([&] {
+    std::vector<std::string> problems;
+    std::vector<uint64_t> pages;
+    *out = TreeShape{};
+    t->btree.verify(&problems, &pages, out);
+    if (t->btree.isDropped()) return Status::NotFound("tree '" + t->name + "' was dropped");
+    if (!problems.empty()) return Status::Corruption(problems.front());
+    return Status::OK();
+  });
+}
+
 Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees) {
   // Exclusive: no other writer interleaves (so the undo below restores exactly what the
   // batch changed), and no checkpoint falls inside the batch.

@@ -92,6 +92,7 @@ class DatabaseImpl {
   Status get(TreeImpl* t, std::string_view key, std::string* value);
   Status get(TreeImpl* t, std::string_view key, std::span<std::byte> buf, size_t* vlen);
   Status del(TreeImpl* t, std::string_view key);
+  Status shape(TreeImpl* t, TreeShape* out);
   // The batch's operations, each with its tree (all of this database), all or nothing.
   Status write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees);
 

@@ -81,8 +81,8 @@ class BasicBTree {
   bool isDropped();
 
   // Walks the tree (shared locks): appends problems found and the ids of all pages it
-  // uses (nodes and value pages) to the vectors.
-  void verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages);
+  // uses (nodes and value pages) to the vectors; fills *shape if given.
+  void verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages, TreeShape* shape = nullptr);
   // Number of keys (a full walk of the leaves).
   uint64_t countKeys();
 

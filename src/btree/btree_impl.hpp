@@ -460,7 +460,10 @@ void BasicBTree<BM>::undrop(const Page* savedRoot) {
 }
 
 template <class BM>
-void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages) {
+void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages, TreeShape* shape) {
+  TreeShape counted;
+  double leafUsed = 0;
+  double innerUsed = 0;
   struct Item {
     uint64_t pid;
     std::string lower, upper;
@@ -486,13 +489,19 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
       if (str(node->lowerFenceKey()) != item.lower || str(node->upperFenceKey()) != item.upper) {
         problem(item.pid, "fence keys differ from the separators in its parent");
       }
+      double used = static_cast<double>(BTreeNode::kHeaderSize + node->count * sizeof(BTreeNode::Slot) +
+                                        node->spaceUsed) / kPageSize;
       if (node->isLeaf()) {
+        counted.leaf_pages++;
+        counted.keys += node->count;
+        leafUsed += used;
         if (leafDepth < 0) leafDepth = static_cast<int>(item.depth);
         if (leafDepth != static_cast<int>(item.depth)) problem(item.pid, "leaves at different depths");
         for (unsigned i = 0; i < node->count; i++) {
           if (!node->outOfLine(i)) continue;
           ValueRef ref = valueRefAt(node.get(), i);
           pages->push_back(ref.pid);
+          counted.value_pages++;
           try {
             GuardS<ValuePage, BM> value(bm_, ref.pid);
             if (value->page.kind != PageKind::kValue || value->len != ref.len) {
@@ -503,6 +512,8 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
           }
         }
       } else {
+        counted.inner_pages++;
+        innerUsed += used;
         std::string lower = item.lower;
         for (unsigned i = 0; i < node->count; i++) {
           std::string sep = node->keyString(i);
@@ -514,6 +525,12 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
     } catch (const StorageError& e) {
       problem(item.pid, e.status().message());
     }
+  }
+  if (shape != nullptr) {
+    counted.height = static_cast<uint32_t>(leafDepth + 1);
+    if (counted.leaf_pages > 0) counted.leaf_fill = leafUsed / static_cast<double>(counted.leaf_pages);
+    if (counted.inner_pages > 0) counted.inner_fill = innerUsed / static_cast<double>(counted.inner_pages);
+    *shape = counted;
   }
 }
 

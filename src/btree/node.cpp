@@ -158,6 +158,7 @@ void BTreeNode::insert(Bytes key, Bytes payload, bool outOfLineValue) {
   uint16_t raw = static_cast<uint16_t>(payload.size()) | (outOfLineValue ? kOutOfLine : 0);
   storeKeyValue(pos, key.subspan(prefixLen), payload, raw);
   count++;
+  lastInsert = static_cast<uint16_t>(pos + 1);
   makeHints();
 }
 
@@ -189,6 +190,7 @@ void BTreeNode::compactify() {
   tmp->count = count;
   tmp->upper = upper;
   tmp->flags = flags;
+  tmp->lastInsert = lastInsert;
   tmp->makeHints();
   std::memcpy(ptr() + sizeof(PageHeader), scratch.bytes + sizeof(PageHeader), kPageSize - sizeof(PageHeader));
 }
@@ -273,6 +275,8 @@ unsigned BTreeNode::chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepL
   for (unsigned i = 0; i < count; i++) total += entrySize(i);
   unsigned best = isLeaf() ? 1 : 0;
   unsigned bestDiff = ~0u;
+  // An ascending run inside the node: keep everything before the insert on the left.
+  bool run = insertPos < count && insertPos > 0 && lastInsert == insertPos;
   unsigned leftBytes = 0;
   for (unsigned lc = 0; lc < count; lc++) {
     if (lc > 0) leftBytes += entrySize(lc - 1);
@@ -286,6 +290,8 @@ unsigned BTreeNode::chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepL
     unsigned diff = leftNeed > rightNeed ? leftNeed - rightNeed : rightNeed - leftNeed;
     if (insertPos >= count) {
       diff = count - lc;  // the largest valid left half wins
+    } else if (run) {
+      diff = lc <= insertPos ? insertPos - lc : count + (lc - insertPos);  // at insertPos, else nearest
     } else if (insertPos == 0) {
       diff = lc;  // the smallest valid left half wins
     }

@@ -60,7 +60,8 @@ struct BTreeNode {
   uint16_t dataOffset;  // start of the heap
   uint16_t prefixLen;
   uint8_t flags;
-  uint8_t pad[7];
+  uint8_t pad[5];
+  uint16_t lastInsert;  // 1 + the slot of the last insert (0: none); see chooseSplit
   uint32_t hint[kHintCount];
   union {
     Slot slot[1];  // count slots
@@ -148,7 +149,10 @@ struct BTreeNode {
   // One always exists because an entry is at most kMaxEntry and a fence at most
   // kMaxKeySize. insertPos is where the key that caused the split goes: at the end
   // (ascending inserts) the left half is kept as full as possible, at the start the
-  // right half; otherwise the halves are as even as possible.
+  // right half. Right after the last insert (lastInsert: an ascending run that ends
+  // before other keys, as when several writers each load an ascending range) the split
+  // falls at insertPos, the left half as full as possible. Otherwise the halves are as
+  // even as possible.
   unsigned chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepLen) const;
 
   // Structural check for `vmstore check` (exclusive or shared lock held): key order,

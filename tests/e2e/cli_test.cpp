@@ -223,6 +223,8 @@ TEST_F(CliTest, Stats) {
   EXPECT_NE(r.out.find("pages"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("checkpoints: "), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("recovered_records: 0\n"), std::string::npos) << "a clean close left records: " << describe(r);
+  // Per tree: its shape (height, leaf and inner pages, how full they are).
+  EXPECT_NE(r.out.find("shape: height 1, 1 leaf pages ("), std::string::npos) << describe(r);
 }
 
 TEST_F(CliTest, StatsShowsTheRecoveryOfACrashedWriter) {
