@@ -701,7 +701,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
       if (!st.ok()) return st;
     }
     markChanged();
-    std::unique_lock<SpinMutex> key;
+    std::unique_lock<std::mutex> key;
     if (keyLock.tree != nullptr && size != 0) key = std::unique_lock(keyLocks_.of(keyLock.tree, keyLock.key));
     st = guarded(change);
     if (size != 0) {

@@ -4,30 +4,29 @@
 // Contract
 // - of(tree, key) is the mutex of that key of that tree; different keys may share one.
 //   Hold it across applying a change and appending its log record, nothing longer.
-// - Each mutex sits on its own cache line. They are SpinMutexes: the section (one tree
-//   change and one log append) is short.
+// - Each mutex sits on its own cache line. Plain mutexes: spinning ones measured no
+//   better at 2 threads and worse at 32 (docs/BENCHMARKS.md).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string_view>
-
-#include "sync/spin_mutex.hpp"
 
 namespace vmstore::internal {
 
 class KeyLocks {
  public:
   static constexpr size_t kCount = 1024;
-  SpinMutex& of(const void* tree, std::string_view key) {
+  std::mutex& of(const void* tree, std::string_view key) {
     size_t h = std::hash<std::string_view>{}(key) ^ (reinterpret_cast<uintptr_t>(tree) * 0x9E3779B97F4A7C15ull);
     return locks_[(h ^ (h >> 29)) % kCount].m;
   }
 
  private:
   struct alignas(64) Slot {
-    SpinMutex m;
+    std::mutex m;
   };
   std::array<Slot, kCount> locks_;
 };
