@@ -245,6 +245,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
     // the last cut first, if the checkpoint that covers it has not committed yet).
     uint64_t target;
     uint64_t cutLsn;
+    int fds[2];  // the file before the last cut, the current one (descriptors stay open)
     const Segment* segs[2];
     {
       std::lock_guard g(appendMutex_);
@@ -252,13 +253,15 @@ Status OpLog::waitDurable(uint64_t lsn) {
       cutLsn = lsnBase_;
       segs[0] = &segs_[1 - cur_];
       segs[1] = &segs_[cur_];
+      fds[0] = segs[0]->fd;
+      fds[1] = segs[1]->fd;
     }
     Status st;
-    for (const Segment* seg : segs) {
-      bool needed = seg == segs[0] ? durable_.load(std::memory_order_acquire) < cutLsn : target > cutLsn;
-      if (!needed || seg->fd < 0) continue;
-      if (io().fdatasync(seg->fd, seg->path) != 0) {
-        st = ioStatus("cannot sync log " + seg->path, errno);
+    for (int i = 0; i < 2; i++) {
+      bool needed = i == 0 ? durable_.load(std::memory_order_acquire) < cutLsn : target > cutLsn;
+      if (!needed || fds[i] < 0) continue;
+      if (io().fdatasync(fds[i], segs[i]->path) != 0) {
+        st = ioStatus("cannot sync log " + segs[i]->path, errno);
         break;
       }
     }
