@@ -24,9 +24,9 @@
 //   writes, and no record of a tree's keys can land after the record of its drop.
 //   Readers never touch it.
 // - Checkpoints (sync, close, the background checkpointer, a writer that finds the log
-//   full) never stop writers beyond the cut: the cut (under writeGate_, exclusive, a few
-//   microseconds) takes the free list, moves the buffer manager, the journal and the log
-//   to the next interval, and leaves a pending snapshot; writing it (the dirty pages of
+//   full) never stop writers beyond the cut: the cut (under writeGate_, exclusive)
+//   takes the free list, moves the buffer manager, the journal and the log to the next
+//   interval, and leaves a pending snapshot; writing it (the dirty pages of
 //   the snapshot's interval, with writers' copy-on-write images, buffer_manager.hpp), its
 //   commit and its backfill run while writers go on. One checkpoint at a time
 //   (checkpointMutex_, taken before writeGate_). A checkpoint with nothing changed
