@@ -329,7 +329,15 @@ TEST_F(CppApiTest, TreesListOpenDrop) {
   EXPECT_EQ(db_->stats().trees, names.size());
 
   VMS_ASSERT_OK(a->put("k", "v"));
+  vmstore::TreeShape shape;
+  VMS_ASSERT_OK(a->shape(&shape));
+  EXPECT_EQ(shape.height, 1u);
+  EXPECT_EQ(shape.leaf_pages, 1u);
+  EXPECT_EQ(shape.inner_pages, 0u);
+  EXPECT_EQ(shape.keys, 1u);
+  EXPECT_GT(shape.leaf_fill, 0.0);
   VMS_ASSERT_OK(db_->dropTree("alpha"));
+  EXPECT_TRUE(a->shape(&shape).isNotFound());
   std::string v;
   EXPECT_TRUE(a->get("k", &v).isNotFound());
   EXPECT_TRUE(a->put("k", "v").isNotFound());
