@@ -7,7 +7,7 @@
 set -euo pipefail
 
 # Everything the project needs from Debian. Add new packages here.
-VMSTORE_DEB_PACKAGES="build-essential cmake ninja-build pkg-config libgtest-dev liburing-dev liblmdb-dev librocksdb-dev libwiredtiger-dev python3 python3-venv python3-dev"
+VMSTORE_DEB_PACKAGES="build-essential cmake ninja-build pkg-config libgtest-dev liburing-dev libboost-context-dev liblmdb-dev librocksdb-dev libwiredtiger-dev python3 python3-venv python3-dev"
 
 if [[ "${VMSTORE_SKIP_DEPS:-}" == 1 ]]; then
   exit 0

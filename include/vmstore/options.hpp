@@ -34,6 +34,16 @@ enum class Durability {
   kNone,
 };
 
+// How a page miss inside a task (task mode, get_many) reads the page.
+enum class IoMode {
+  // The task queues the read on its thread's io_uring ring and suspends; the thread runs
+  // other tasks meanwhile, so one thread keeps many reads in flight. Outside tasks, and
+  // where io_uring is unavailable, the same as kSync.
+  kUring,
+  // A blocking read: the thread waits, whatever task it runs (the baseline).
+  kSync,
+};
+
 struct Options {
   // Memory budget of the buffer pool in bytes: resident pages never exceed it.
   // Default 1 GiB; minimum 1 MiB (256 pages); rounded down to whole 4 KiB pages.
@@ -58,6 +68,8 @@ struct Options {
   // Read and write the data file with O_DIRECT (bypassing the page cache) where the file
   // system allows it; false: through the page cache. Default true.
   bool direct_io = true;
+  // How misses inside tasks are read; config io=uring|sync. Default uring.
+  IoMode io = IoMode::kUring;
 
   static Status parse(std::string_view config, Options* out);
 };

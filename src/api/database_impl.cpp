@@ -12,6 +12,7 @@
 #include "api/validate.hpp"
 #include "os/io.hpp"
 #include "os/memory.hpp"
+#include "task/cooperative.hpp"
 #include "vmstore/limits.hpp"
 
 namespace vmstore::internal {
@@ -106,6 +107,10 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   }
   if (s.ok()) s = db->migrateLegacyFiles();
   if (s.ok()) s = db->journal_.open(dir, &db->file_, options.direct_io);
+  if (s.ok()) {
+    db->file_.setTaskReads(options.io == IoMode::kUring);
+    db->journal_.setTaskReads(options.io == IoMode::kUring);
+  }
   if (s.ok()) s = db->log_.open(dir, options);
   auto recoveryStart = std::chrono::steady_clock::now();
   if (s.ok()) s = db->recoverAndLoad();
@@ -318,7 +323,8 @@ void DatabaseImpl::poison(const Status& why, const char* after) {
 }
 
 Status DatabaseImpl::checkpoint() {
-  std::lock_guard cg(checkpointMutex_);
+  std::unique_lock cg(checkpointMutex_, std::defer_lock);
+  task::acquire(cg);
   Status st = notPoisoned();
   if (st.ok() && pending_) st = finishLocked();
   if (st.ok()) st = cutLocked();
@@ -327,7 +333,8 @@ Status DatabaseImpl::checkpoint() {
 }
 
 Status DatabaseImpl::cutLocked() {
-  std::unique_lock gate(writeGate_);
+  std::unique_lock gate(writeGate_, std::defer_lock);
+  task::acquire(gate);
   if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
   return guarded([&] {
     Snapshot snap;
@@ -395,7 +402,8 @@ Status DatabaseImpl::finishLocked() {
 }
 
 Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
-  std::lock_guard cg(checkpointMutex_);
+  std::unique_lock cg(checkpointMutex_, std::defer_lock);
+  task::acquire(cg);
   if (log_.room(recordBytes)) return Status::OK();  // another writer cut meanwhile
   Status st = notPoisoned();
   if (st.ok() && pending_) st = finishLocked();
@@ -504,7 +512,8 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   }
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  std::lock_guard g(treesMutex_);
+  std::unique_lock g(treesMutex_, std::defer_lock);
+  task::acquire(g);
   auto it = trees_.find(name);
   if (it != trees_.end()) {
     *tree = &it->second->handle;
@@ -538,7 +547,8 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
-  std::lock_guard g(treesMutex_);
+  std::unique_lock g(treesMutex_, std::defer_lock);
+  task::acquire(g);
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none
   // is logged after the drop. A drop only frees pages: allowed on a full device.
@@ -612,8 +622,10 @@ Stats DatabaseImpl::stats() {
 Status DatabaseImpl::check(std::vector<std::string>* problems) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  std::lock_guard cg(checkpointMutex_);
-  std::unique_lock gate(writeGate_);
+  std::unique_lock cg(checkpointMutex_, std::defer_lock);
+  task::acquire(cg);
+  std::unique_lock gate(writeGate_, std::defer_lock);
+  task::acquire(gate);
   return guarded([&] {
     std::vector<uint64_t> used;
     catalog_->verify(problems, &used);
@@ -683,7 +695,8 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
   if (!st.ok()) return st;
   uint64_t lsn = 0;
   for (;;) {
-    Lock gate(writeGate_);
+    Lock gate(writeGate_, std::defer_lock);
+    task::acquire(gate);
     size_t size = 0;
     if (logging()) {
       size = recordSize(ops);
@@ -702,7 +715,10 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     }
     markChanged();
     std::unique_lock<std::mutex> key;
-    if (keyLock.tree != nullptr && size != 0) key = std::unique_lock(keyLocks_.of(keyLock.tree, keyLock.key));
+    if (keyLock.tree != nullptr && size != 0) {
+      key = std::unique_lock(keyLocks_.of(keyLock.tree, keyLock.key), std::defer_lock);
+      task::acquire(key);
+    }
     st = guarded(change);
     if (size != 0) {
       if (st.ok()) {

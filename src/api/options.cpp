@@ -85,6 +85,14 @@ Status Options::parse(std::string_view config, Options* out) {
       if (!parseBool(value, &o.direct_io)) {
         return Status::InvalidArgument("config direct_io='" + std::string(value) + "' is not true or false");
       }
+    } else if (key == "io") {
+      if (value == "uring") {
+        o.io = IoMode::kUring;
+      } else if (value == "sync") {
+        o.io = IoMode::kSync;
+      } else {
+        return Status::InvalidArgument("config io='" + std::string(value) + "' is not uring or sync");
+      }
     } else if (key == "durability") {
       if (value == "sync") {
         o.durability = Durability::kSync;
@@ -115,7 +123,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io)");
+                                     "log_size, direct_io, io)");
     }
   }
   *out = o;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "task/cooperative.hpp"
 #include "vmstore/limits.hpp"
 
 namespace vmstore::internal {
@@ -33,7 +34,7 @@ auto withRestarts(Fn&& fn) {
     try {
       return fn();
     } catch (const Restart&) {
-      if (attempt > 4) std::this_thread::yield();  // let the writer we raced finish
+      if (attempt > 4) task::pause();  // let the writer we raced finish
     }
   }
 }

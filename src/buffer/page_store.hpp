@@ -2,7 +2,9 @@
 //
 // Contract
 // - readPage(pid, buf) fills buf (4 KiB aligned) with the newest stored copy of pid, or
-//   with zeros (which fail the checksum) if pid was never written.
+//   with zeros (which fail the checksum) if pid was never written. It is the miss path:
+//   inside a task it may suspend the task while the read is in flight (DataFile::
+//   fetchPage), so it holds no lock across the read that another task could need.
 // - writePages(writes) stores sealed pages; on failure none of them may be assumed
 //   stored, and the caller keeps them dirty.
 // - Both are called concurrently from many threads; writePages calls are serialized by
@@ -32,7 +34,7 @@ class PageStore {
 class FileStore : public PageStore {
  public:
   explicit FileStore(DataFile* file) : file_(file) {}
-  Status readPage(uint64_t pid, Page* buf) override { return file_->readPage(pid, buf); }
+  Status readPage(uint64_t pid, Page* buf) override { return file_->fetchPage(pid, buf); }
   Status writePages(std::span<const PageWrite> writes) override { return file_->writeBatch(writes); }
 
  private:

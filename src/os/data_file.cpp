@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "os/io.hpp"
+#include "task/scheduler.hpp"
 
 #ifdef VMSTORE_HAVE_LIBURING
 #include <liburing.h>
@@ -129,6 +130,20 @@ Status DataFile::readPage(uint64_t pid, void* buf) const {
     // A regular file reads short only at its end: the rest of the page was never
     // written (or the file was truncated). Zeros make the checksum check fail.
     std::memset(out + done, 0, kPageSize - done);
+  }
+  return Status::OK();
+}
+
+Status DataFile::fetchPage(uint64_t pid, void* buf) const {
+  task::Scheduler* s = taskReads_ ? task::Scheduler::current() : nullptr;
+  if (s == nullptr || !s->hasRing() || !io().usesKernelOnly()) return readPage(pid, buf);
+  ssize_t r;
+  do {
+    r = s->pread(fd_, buf, kPageSize, pid * kPageSize);
+  } while (r == -EINTR || r == -EAGAIN);
+  if (r < 0) return ioStatus("read of page " + std::to_string(pid), static_cast<int>(-r));
+  if (static_cast<size_t>(r) < kPageSize) {
+    std::memset(static_cast<char*>(buf) + r, 0, kPageSize - static_cast<size_t>(r));  // see readPage
   }
   return Status::OK();
 }

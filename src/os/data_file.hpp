@@ -11,6 +11,10 @@
 //   safe from several threads (batches are serialized).
 // - Every system call goes through io() (os/io.hpp), so tests can inject faults; with a
 //   fault-injecting backend installed, batches use pwrite, never io_uring.
+// - fetchPage is readPage for the buffer manager's misses: inside a task
+//   (task/scheduler.hpp) of a file with taskReads enabled, and with the POSIX backend,
+//   it queues the read on the task's io_uring ring and suspends the task until it is
+//   done; anywhere else it is readPage. Every other read blocks.
 // - Errors are returned as Status (IOError, NoSpace), never thrown; nothing here retries
 //   beyond completing short transfers.
 // - DirectoryLock holds a POSIX record lock (fcntl F_SETLK) on DIR/LOCK for its lifetime,
@@ -60,6 +64,8 @@ class DataFile {
   // Opens (create: creates if missing) the file; direct: try O_DIRECT.
   Status open(const std::string& path, bool create, bool direct = true);
   Status readPage(uint64_t pid, void* buf) const;
+  Status fetchPage(uint64_t pid, void* buf) const;
+  void setTaskReads(bool on) { taskReads_ = on; }
   // Reads pages [first, first + n) with one call into buf (n * 4 KiB, aligned); pages
   // past the end of the file read as zeros.
   Status readPages(uint64_t first, size_t n, void* buf) const;
@@ -79,6 +85,7 @@ class DataFile {
   struct Ring;
   int fd_ = -1;
   bool direct_ = false;
+  bool taskReads_ = false;
   std::unique_ptr<Ring> ring_;
   std::string path_;
 };

@@ -7,6 +7,8 @@
 #include <climits>
 #include <thread>
 
+#include "task/scheduler.hpp"
+
 namespace vmstore::internal {
 
 namespace {
@@ -42,6 +44,12 @@ void PageState::unlockS() {
 }
 
 void PageState::waitChange(uint64_t observed) {
+  // Inside a task the holder may be another task of this thread (suspended in a read):
+  // let it run instead of blocking the thread.
+  if (task::Scheduler* s = task::Scheduler::current()) {
+    s->waiting();
+    return;
+  }
   // Short spin: most locks are held for well under a microsecond.
   for (int i = 0; i < 128; i++) {
     if (word_.load(std::memory_order_relaxed) != observed) return;

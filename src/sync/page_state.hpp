@@ -95,7 +95,9 @@ class PageState {
   void unlockX() { releaseTo(kUnlocked); }
   void unlockXEvicted() { releaseTo(kEvicted); }
   void unlockS();
-  // Blocks the caller until the word differs from `observed` (spins, then parks).
+  // Blocks the caller until the word differs from `observed` (spins, then parks); inside
+  // a task (task/scheduler.hpp) it lets the thread's other tasks run once and returns
+  // (the caller re-checks).
   void waitChange(uint64_t observed);
 
  private:

@@ -89,6 +89,7 @@ Status PageJournal::scan(File& f, uint32_t epoch, bool* committed, bool* any, Pa
   std::unique_lock g(f.indexMutex);
   f.epoch = epoch;
   f.index.clear();
+  f.generation.fetch_add(1, std::memory_order_release);
   for (auto& [pid, slot] : frames) f.index[pid] = slot;
   f.indexed.store(f.index.size(), std::memory_order_release);
   f.commitSlot = commit;
@@ -136,27 +137,45 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
   if (!s.ok()) return s;
   if (any) return truncate(next);
   next.index.clear();
+  next.generation.fetch_add(1, std::memory_order_release);
   next.indexed.store(0, std::memory_order_release);
   next.slots.store(0, std::memory_order_release);
   return Status::OK();
 }
 
 Status PageJournal::readPage(uint64_t pid, Page* buf) {
-  uint32_t newest = newest_.load(std::memory_order_acquire);
-  for (uint32_t epoch : {newest, newest - 1}) {  // the newer interval's frame wins
-    File& f = fileOf(epoch);
-    if (f.indexed.load(std::memory_order_acquire) == 0) continue;
-    std::shared_lock g(f.indexMutex);
-    auto it = f.index.find(pid);
-    if (it == f.index.end()) continue;
-    Status s = f.file.readPage(it->second, buf);
-    if (s.ok() && buf->header.pid != pid) {
-      return Status::Corruption("journal frame " + std::to_string(it->second) + " of " + f.file.path() +
-                                " does not hold page " + std::to_string(pid));
+  // No lock is held across the read (a task may be suspended in it): the slot and the
+  // file's generation are taken under the index lock, and a read that overlapped the
+  // file's recycling looks again. While the caller holds the page (evicted, locked), no
+  // newer frame of it can be written, so within a generation its slot stays put.
+  for (;;) {
+    bool recycled = false;
+    uint32_t newest = newest_.load(std::memory_order_acquire);
+    for (uint32_t epoch : {newest, newest - 1}) {  // the newer interval's frame wins
+      File& f = fileOf(epoch);
+      if (f.indexed.load(std::memory_order_acquire) == 0) continue;
+      uint64_t slot;
+      uint64_t generation;
+      {
+        std::shared_lock g(f.indexMutex);
+        auto it = f.index.find(pid);
+        if (it == f.index.end()) continue;
+        slot = it->second;
+        generation = f.generation.load(std::memory_order_relaxed);
+      }
+      Status s = f.file.fetchPage(slot, buf);
+      if (f.generation.load(std::memory_order_acquire) != generation) {
+        recycled = true;
+        break;
+      }
+      if (s.ok() && buf->header.pid != pid) {
+        return Status::Corruption("journal frame " + std::to_string(slot) + " of " + f.file.path() +
+                                  " does not hold page " + std::to_string(pid));
+      }
+      return s;
     }
-    return s;
+    if (!recycled) return data_->fetchPage(pid, buf);
   }
-  return data_->readPage(pid, buf);
 }
 
 Status PageJournal::writePages(std::span<const PageWrite> all) {
@@ -295,6 +314,7 @@ Status PageJournal::backfillLocked(File& f) {
   // this interval's frames has an older epoch, which recovery never accepts.
   std::unique_lock ig(f.indexMutex);
   f.index.clear();
+  f.generation.fetch_add(1, std::memory_order_release);
   f.indexed.store(0, std::memory_order_release);
   f.slots.store(0, std::memory_order_release);
   return Status::OK();
@@ -303,6 +323,7 @@ Status PageJournal::backfillLocked(File& f) {
 Status PageJournal::truncate(File& f) {
   std::unique_lock ig(f.indexMutex);
   f.index.clear();
+  f.generation.fetch_add(1, std::memory_order_release);
   f.indexed.store(0, std::memory_order_release);
   Status s = f.file.truncate(0);
   if (s.ok()) s = f.file.sync();

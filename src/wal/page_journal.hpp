@@ -54,6 +54,10 @@ class PageJournal : public PageStore {
   // data: the open data file the journal stands in front of.
   Status open(const std::string& dir, DataFile* data, bool direct);
   void close();
+  // Misses read from the journal files may suspend a task (DataFile::fetchPage).
+  void setTaskReads(bool on) {
+    for (File& f : files_) f.file.setTaskReads(on);
+  }
 
   // Frames of `epoch` are appended from now on (to its recycled file); its pages from
   // `directFrom` on are written in place, and commit(epoch) syncs the data file first.
@@ -93,6 +97,7 @@ class PageJournal : public PageStore {
     std::shared_mutex indexMutex;           // index and the file's content for readers
     std::unordered_map<uint64_t, uint64_t> index;  // pid -> slot of its newest frame
     std::atomic<uint64_t> indexed{0};       // index.size(), for the lock-free miss path
+    std::atomic<uint64_t> generation{0};    // +1 whenever the index is emptied (slots reused)
   };
   File& fileOf(uint32_t epoch) { return files_[epoch % 2]; }
   Status appendTo(File& f, std::span<const PageWrite> writes);  // f.appendMutex held

@@ -1,0 +1,37 @@
+// Blocking points made task-aware: inside a task (task/scheduler.hpp) they suspend the
+// task instead of blocking its thread, because the holder of what it waits for may be
+// another task of the same thread, which can only go on once this thread is free.
+//
+// Contract
+// - acquire(lock): lock a std::unique_lock / std::shared_lock (constructed with
+//   std::defer_lock). Outside a task: lock(). Inside a task: try_lock() until it
+//   succeeds, letting the thread's other tasks run between tries.
+// - pause(): inside a task, lets the thread's other tasks run once; outside, yields the
+//   CPU (std::this_thread::yield).
+#pragma once
+
+#include <thread>
+
+#include "task/scheduler.hpp"
+
+namespace vmstore::internal::task {
+
+template <class Lock>
+void acquire(Lock& lock) {
+  Scheduler* s = Scheduler::current();
+  if (s == nullptr) {
+    lock.lock();
+    return;
+  }
+  while (!lock.try_lock()) s->waiting();
+}
+
+inline void pause() {
+  if (Scheduler* s = Scheduler::current()) {
+    s->waiting();
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace vmstore::internal::task

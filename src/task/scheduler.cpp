@@ -1,0 +1,308 @@
+#include "task/scheduler.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cxxabi.h>
+#include <deque>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/pooled_fixedsize_stack.hpp>
+
+#ifdef VMSTORE_HAVE_LIBURING
+#include <liburing.h>
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define VMSTORE_TSAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VMSTORE_TSAN_FIBERS 1
+#endif
+#endif
+#ifdef VMSTORE_TSAN_FIBERS
+extern "C" {
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void* fiber);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+}
+#endif
+
+namespace vmstore::internal::task {
+
+namespace ctx = boost::context;
+
+namespace {
+
+thread_local Scheduler* tlsCurrent = nullptr;
+
+// The Itanium C++ ABI's per-thread exception state (libsupc++/libc++abi layout): the
+// stack of exceptions being handled and the count of those in flight. Each task keeps
+// its own, so a task suspended inside a catch handler does not see another's.
+struct EhGlobals {
+  void* caught = nullptr;
+  unsigned int uncaught = 0;
+};
+EhGlobals* threadEh() { return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals()); }
+
+}  // namespace
+
+struct Scheduler::Impl {
+  struct Task {
+    ctx::fiber fiber;
+    std::function<void()> fn;
+    ssize_t ioResult = 0;
+    EhGlobals eh;
+#ifdef VMSTORE_TSAN_FIBERS
+    void* tsan = nullptr;
+#endif
+  };
+
+  explicit Impl(unsigned entries) : stacks(kStackBytes) {
+#ifdef VMSTORE_HAVE_LIBURING
+    if (io_uring_queue_init(entries, &ring, 0) == 0) {
+      ringOk = true;
+      ringEntries = entries;
+    }
+#else
+    (void)entries;
+#endif
+  }
+  ~Impl() {
+#ifdef VMSTORE_HAVE_LIBURING
+    if (ringOk) io_uring_queue_exit(&ring);
+#endif
+  }
+
+  // Switch into t until it suspends or ends.
+  void resume(Task* t) {
+    running = t;
+    EhGlobals* eh = threadEh();
+    EhGlobals mine = *eh;
+    *eh = t->eh;
+#ifdef VMSTORE_TSAN_FIBERS
+    void* self = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(t->tsan, 0);
+#endif
+    t->fiber = std::move(t->fiber).resume();
+#ifdef VMSTORE_TSAN_FIBERS
+    (void)self;
+#endif
+    t->eh = *eh;
+    *eh = mine;
+    running = nullptr;
+    stats.switches++;
+    if (!t->fiber) finish(t);
+  }
+
+  // From inside the running task: back to the scheduler loop.
+  void suspend() {
+#ifdef VMSTORE_TSAN_FIBERS
+    __tsan_switch_to_fiber(schedulerTsan, 0);
+#endif
+    back = std::move(back).resume();
+  }
+
+  void finish(Task* t) {
+#ifdef VMSTORE_TSAN_FIBERS
+    __tsan_destroy_fiber(t->tsan);
+#endif
+    live--;
+    stats.tasks++;
+    t->fn = nullptr;
+    spare.emplace_back(t);
+  }
+
+  Task* newTask() {
+    if (!spare.empty()) {
+      Task* t = spare.back().release();
+      spare.pop_back();
+      *t = Task{};
+      return t;
+    }
+    return new Task;
+  }
+
+  void submitAndReap(bool wait) {
+#ifdef VMSTORE_HAVE_LIBURING
+    if (!ringOk) return;
+    if (unsubmitted > 0) {
+      int r = wait ? io_uring_submit_and_wait(&ring, 1) : io_uring_submit(&ring);
+      if (r >= 0) {
+        stats.submits++;
+        unsubmitted = 0;
+        wait = false;
+      }
+    }
+    io_uring_cqe* cqe;
+    if (wait && inFlight > 0) {
+      while (io_uring_wait_cqe(&ring, &cqe) == -EINTR) {
+      }
+    }
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(&ring, head, cqe) {
+      Task* t = static_cast<Task*>(io_uring_cqe_get_data(cqe));
+      t->ioResult = cqe->res;
+      ready.push_back(t);
+      seen++;
+    }
+    io_uring_cq_advance(&ring, seen);
+    inFlight -= seen;
+#else
+    (void)wait;
+#endif
+  }
+
+  ctx::pooled_fixedsize_stack stacks;
+  std::deque<Task*> ready;
+  std::vector<std::unique_ptr<Task>> spare;
+  Task* running = nullptr;
+  ctx::fiber back;  // the scheduler loop, while a task runs
+  size_t live = 0;
+  std::exception_ptr escaped;
+  bool onlyWaiting = true;  // every task resumed this round only waited
+  SchedulerStats stats;
+#ifdef VMSTORE_TSAN_FIBERS
+  void* schedulerTsan = nullptr;
+#endif
+#ifdef VMSTORE_HAVE_LIBURING
+  io_uring ring;
+#endif
+  bool ringOk = false;
+  unsigned ringEntries = 0;
+  unsigned inFlight = 0;
+  unsigned unsubmitted = 0;
+};
+
+Scheduler::Scheduler(unsigned ringEntries) : impl_(std::make_unique<Impl>(ringEntries)) {}
+
+Scheduler::~Scheduler() {
+  for (Impl::Task* t : impl_->ready) delete t;  // never run (run() was not called)
+}
+
+Scheduler* Scheduler::current() {
+  Scheduler* s = tlsCurrent;
+  return s != nullptr && s->impl_->running != nullptr ? s : nullptr;
+}
+
+bool Scheduler::hasRing() const { return impl_->ringOk; }
+const SchedulerStats& Scheduler::stats() const { return impl_->stats; }
+
+void Scheduler::spawn(std::function<void()> fn) {
+  Impl* impl = impl_.get();
+  Impl::Task* t = impl->newTask();
+  t->fn = std::move(fn);
+#ifdef VMSTORE_TSAN_FIBERS
+  t->tsan = __tsan_create_fiber(0);
+#endif
+  t->fiber = ctx::fiber(std::allocator_arg, impl->stacks, [impl, t](ctx::fiber&& scheduler) {
+    impl->back = std::move(scheduler);
+    try {
+      t->fn();
+    } catch (...) {
+      if (!impl->escaped) impl->escaped = std::current_exception();
+    }
+#ifdef VMSTORE_TSAN_FIBERS
+    __tsan_switch_to_fiber(impl->schedulerTsan, 0);
+#endif
+    return std::move(impl->back);
+  });
+  impl->live++;
+  impl->ready.push_back(t);
+}
+
+void Scheduler::run() {
+  Impl* impl = impl_.get();
+  Scheduler* outer = tlsCurrent;
+  tlsCurrent = this;
+#ifdef VMSTORE_TSAN_FIBERS
+  impl->schedulerTsan = __tsan_get_current_fiber();
+#endif
+  while (impl->live > 0) {
+    // One round: every task ready now runs once; then one submission for all the reads
+    // they queued, and the completions so far.
+    size_t round = impl->ready.size();
+    impl->onlyWaiting = true;
+    for (size_t i = 0; i < round && !impl->ready.empty(); i++) {
+      Impl::Task* t = impl->ready.front();
+      impl->ready.pop_front();
+      impl->resume(t);
+    }
+    bool idle = impl->ready.empty() || (round > 0 && impl->onlyWaiting);
+    if (idle && impl->inFlight == 0 && impl->unsubmitted == 0 && !impl->ready.empty()) {
+      sched_yield();  // tasks wait for another thread: let it run
+    }
+    impl->submitAndReap(idle);
+  }
+  tlsCurrent = outer;
+  if (impl->escaped) {
+    std::exception_ptr e = std::exchange(impl->escaped, nullptr);
+    std::rethrow_exception(e);
+  }
+}
+
+void Scheduler::yield() {
+  impl_->onlyWaiting = false;
+  impl_->ready.push_back(impl_->running);
+  impl_->suspend();
+}
+
+void Scheduler::waiting() {
+  impl_->ready.push_back(impl_->running);
+  impl_->suspend();
+}
+
+ssize_t Scheduler::pread(int fd, void* buf, size_t n, uint64_t off) {
+  Impl* impl = impl_.get();
+  impl->onlyWaiting = false;
+#ifdef VMSTORE_HAVE_LIBURING
+  if (impl->ringOk) {
+    while (impl->inFlight >= impl->ringEntries) waiting();  // room for one more
+    io_uring_sqe* sqe = io_uring_get_sqe(&impl->ring);
+    if (sqe == nullptr) {  // the submission queue is full of queued reads: submit them
+      io_uring_submit(&impl->ring);
+      impl->unsubmitted = 0;
+      sqe = io_uring_get_sqe(&impl->ring);
+    }
+    if (sqe != nullptr) {
+      Impl::Task* t = impl->running;
+      io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(n), off);
+      io_uring_sqe_set_data(sqe, t);
+      impl->unsubmitted++;
+      impl->inFlight++;
+      impl->stats.reads++;
+      if (impl->inFlight > impl->stats.maxInFlight) impl->stats.maxInFlight = impl->inFlight;
+      impl->suspend();  // resumed by the loop once the completion is reaped
+      return t->ioResult;
+    }
+  }
+#endif
+  ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(off));
+  return r < 0 ? -errno : r;
+}
+
+void runEach(size_t n, size_t width, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (Scheduler::current() != nullptr || width <= 1 || n == 1) {
+    for (size_t i = 0; i < n; i++) fn(i);
+    return;
+  }
+  thread_local std::unique_ptr<Scheduler> local;
+  if (!local) local = std::make_unique<Scheduler>();
+  size_t next = 0;
+  size_t tasks = std::min(n, width);
+  for (size_t k = 0; k < tasks; k++) {
+    local->spawn([&] {
+      while (next < n) fn(next++);
+    });
+  }
+  local->run();
+}
+
+}  // namespace vmstore::internal::task

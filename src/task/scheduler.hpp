@@ -1,0 +1,76 @@
+// Scheduler: many tasks on one thread, each a stackful fiber (boost.context), with the
+// page reads they miss on in flight together through the thread's own io_uring ring.
+// This is how one worker thread keeps many misses in flight (issue 7; LeanStore, "What
+// Modern NVMe Storage Can Do", VLDB 2023): a task that misses suspends, the thread runs
+// the other tasks, and one io_uring_enter submits every read queued meanwhile and reaps
+// the completions.
+//
+// Contract
+// - A Scheduler belongs to the thread that calls run(). spawn() is called from that
+//   thread, before run() or from inside one of its tasks; run() runs tasks until none
+//   is left, then returns (rethrowing the first exception a task let escape, after all
+//   tasks have finished). Tasks never migrate between threads.
+// - current() is the scheduler whose task is running on the calling thread, or nullptr
+//   outside tasks. The engine's blocking points ask it: inside a task they suspend the
+//   task instead of blocking the thread.
+// - pread() (inside a task): queues an io_uring read and suspends the task until it
+//   completes; returns the bytes read or -errno, like the system call. Without
+//   liburing (or when the ring could not be set up) it is a plain blocking pread.
+// - yield() lets every other ready task run once before the caller goes on; waiting()
+//   is the same for a task that waits for something another task or thread must do
+//   (a page lock): when only waiting tasks are ready, the thread blocks for a read
+//   completion instead of spinning (or, with none in flight, yields the CPU).
+// - Each task switch swaps the thread's C++ exception-handling state, so a task may
+//   suspend inside a catch handler.
+// - Stacks are kStackBytes each, taken from a pool the scheduler keeps.
+// - Not thread-safe: one thread per scheduler. Destroy it on its thread after run().
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace vmstore::internal::task {
+
+struct SchedulerStats {
+  uint64_t tasks = 0;        // tasks run to completion
+  uint64_t switches = 0;     // task resumptions
+  uint64_t reads = 0;        // reads submitted through the ring
+  uint64_t submits = 0;      // io_uring_enter calls that submitted reads
+  uint64_t maxInFlight = 0;  // most reads in flight at once
+};
+
+class Scheduler {
+ public:
+  static constexpr size_t kStackBytes = 128 * 1024;
+
+  // ringEntries: reads that may be in flight at once (more wait for room).
+  explicit Scheduler(unsigned ringEntries = 128);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void spawn(std::function<void()> fn);
+  void run();
+
+  static Scheduler* current();
+  void yield();
+  void waiting();
+  ssize_t pread(int fd, void* buf, size_t n, uint64_t off);
+  bool hasRing() const;
+  const SchedulerStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs fn for each index in [0, n) as up to `width` tasks on the calling thread and
+// returns when all are done. Inside a task already, runs them one after the other in
+// the calling task (whose misses then suspend it as usual).
+void runEach(size_t n, size_t width, const std::function<void(size_t)>& fn);
+
+}  // namespace vmstore::internal::task
