@@ -117,6 +117,17 @@ int vms_put(vms_tree* t, const void* key, size_t klen, const void* val, size_t v
  * (buf may be NULL when cap is 0). */
 int vms_get(vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, size_t* vlen);
 int vms_delete(vms_tree* t, const void* key, size_t klen);
+/* n lookups with their page misses in flight together: they run as tasks of the calling
+ * thread (up to 64 at once), and a lookup that misses suspends while the others go on,
+ * so one thread keeps many reads in flight (config io=uring, the default). Lookup i is
+ * vms_get(t, keys[i], klens[i], bufs[i], caps[i], &vlens[i]) with its result in rcs[i]
+ * (VMS_OK, VMS_NOTFOUND, or an error such as VMS_EINVAL for a NULL or empty key).
+ * bufs and caps may both be NULL (lengths only); bufs[i] may be NULL when caps[i] is 0.
+ * Returns VMS_OK when it could run them all; VMS_EINVAL (nothing looked up) when t is
+ * NULL or, with n > 0, keys, klens, vlens or rcs is NULL, or only one of bufs and caps.
+ * Inside a task (vms_tasks_submit) the lookups run one after another in that task. */
+int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* klens, void* const* bufs,
+                 const size_t* caps, size_t* vlens, int* rcs);
 
 /* Positions before the first key >= start (start NULL / slen 0: the first key). */
 int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it);
@@ -145,6 +156,24 @@ int vms_batch_delete(vms_batch* b, vms_tree* t, const void* key, size_t klen);
 int vms_batch_clear(vms_batch* b);
 int vms_write(vms_db* db, vms_batch* b);
 void vms_batch_free(vms_batch* b);
+
+/* Task mode, for applications with many independent operations (vmstore/tasks.hpp has
+ * the whole contract). A pool of `threads` worker threads, each running up to
+ * `inflight` tasks at once (stackful fibers). Every vmstore call made inside a task
+ * that misses on a page suspends that task while the read is in flight, and its thread
+ * runs the other tasks; with config io=uring (the default) their reads are submitted
+ * together through the thread's io_uring ring.
+ * - vms_tasks_new: threads 1..1024, inflight 1..4096, else VMS_EINVAL.
+ * - vms_tasks_submit: fn(arg) runs once as a task on some worker; any thread may submit,
+ *   tasks too. A task must not block its thread on anything but vmstore calls.
+ * - vms_tasks_wait: returns once every task submitted before it has finished (VMS_EINVAL
+ *   when called from inside a task).
+ * - vms_tasks_free: waits for every submitted task, then stops the workers. */
+typedef struct vms_tasks vms_tasks;
+int vms_tasks_new(unsigned threads, unsigned inflight, vms_tasks** pool);
+int vms_tasks_submit(vms_tasks* pool, void (*fn)(void* arg), void* arg);
+int vms_tasks_wait(vms_tasks* pool);
+void vms_tasks_free(vms_tasks* pool);
 
 #ifdef __cplusplus
 }

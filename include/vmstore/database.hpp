@@ -49,6 +49,21 @@ class Tree {
   Status get(std::string_view key, std::string* value) const;
   // Copies min(buf.size(), value length) bytes and sets *vlen to the full length.
   Status get(std::string_view key, std::span<std::byte> buf, size_t* vlen) const;
+  // Looks up every key with their page misses in flight together: the lookups run as
+  // tasks of the calling thread (up to kGetManyInFlight at once), and a task that misses
+  // suspends while the others go on, so one thread keeps many reads in flight (with
+  // io=uring, the default; io=sync reads one page at a time). Inside a task of a
+  // TaskPool the lookups run one after another in that task (its misses suspend it).
+  // (*statuses)[i] is the status of keys[i] as get() gives it (NotFound when absent) and
+  // (*values)[i] its value (empty unless OK); both are resized to keys.size(). Returns
+  // OK when it could run them all; otherwise the error (a null output, a closed
+  // database, no memory for the tasks).
+  Status getMany(std::span<const std::string_view> keys, std::vector<std::string>* values,
+                 std::vector<Status>* statuses) const;
+  // The same into the caller's buffers, each as get(keys[i], bufs[i], &vlens[i]) does;
+  // bufs, vlens and statuses must have keys.size() entries (else InvalidArgument).
+  Status getMany(std::span<const std::string_view> keys, std::span<const std::span<std::byte>> bufs,
+                 std::span<size_t> vlens, std::span<Status> statuses) const;
   // NotFound when absent.
   Status del(std::string_view key);
   // Height, page counts and average fill of this tree (reads every page of it).

@@ -13,5 +13,7 @@ inline constexpr size_t kMaxKeySize = 1024;
 inline constexpr size_t kMaxValueSize = 4000;
 // Tree names are 0 .. kMaxTreeNameSize bytes; "" is the default tree.
 inline constexpr size_t kMaxTreeNameSize = 255;
+// Tree::getMany / vms_get_many run at most this many lookups at once per call.
+inline constexpr size_t kGetManyInFlight = 64;
 
 }  // namespace vmstore

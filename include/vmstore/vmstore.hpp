@@ -6,4 +6,5 @@
 #include "vmstore/options.hpp"
 #include "vmstore/stats.hpp"
 #include "vmstore/status.hpp"
+#include "vmstore/tasks.hpp"
 #include "vmstore/write_batch.hpp"

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "api/database_impl.hpp"
 #include "vmstore/vmstore.hpp"
 
 using vmstore::Database;
@@ -134,6 +135,31 @@ int vms_get(vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, si
   });
 }
 
+int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* klens, void* const* bufs,
+                 const size_t* caps, size_t* vlens, int* rcs) {
+  if (t == nullptr) return invalid("vms_get_many: tree is NULL");
+  if (n == 0) return VMS_OK;
+  if (keys == nullptr || klens == nullptr || vlens == nullptr || rcs == nullptr) {
+    return invalid("vms_get_many: keys, klens, vlens or rcs is NULL");
+  }
+  if ((bufs == nullptr) != (caps == nullptr)) return invalid("vms_get_many: only one of bufs and caps is NULL");
+  return noThrow([&] {
+    return report(vmstore::internal::TreeImpl::of(asTree(t))->db->lookupEach(n, [&](size_t i) {
+      vlens[i] = 0;
+      size_t cap = caps ? caps[i] : 0;
+      void* buf = bufs ? bufs[i] : nullptr;
+      if (keys[i] == nullptr) {
+        rcs[i] = invalid("vms_get_many: a key is NULL");
+      } else if (buf == nullptr && cap > 0) {
+        rcs[i] = invalid("vms_get_many: a buffer is NULL but its cap > 0");
+      } else {
+        std::span<std::byte> out(static_cast<std::byte*>(buf), buf ? cap : 0);
+        rcs[i] = noThrow([&] { return report(asTree(t)->get(bytes(keys[i], klens[i]), out, &vlens[i])); });
+      }
+    }));
+  });
+}
+
 int vms_delete(vms_tree* t, const void* key, size_t klen) {
   if (t == nullptr || key == nullptr) return invalid("vms_delete: tree or key is NULL");
   return noThrow([&] { return report(asTree(t)->del(bytes(key, klen))); });
@@ -214,5 +240,37 @@ int vms_write(vms_db* db, vms_batch* b) {
 }
 
 void vms_batch_free(vms_batch* b) { delete b; }
+
+
+struct vms_tasks {
+  std::unique_ptr<vmstore::TaskPool> pool;
+};
+
+int vms_tasks_new(unsigned threads, unsigned inflight, vms_tasks** pool) {
+  if (pool == nullptr) return invalid("vms_tasks_new: pool is NULL");
+  *pool = nullptr;
+  return noThrow([&] {
+    auto p = std::make_unique<vms_tasks>();
+    Status st = vmstore::TaskPool::create(threads, inflight, &p->pool);
+    if (!st.ok()) return report(st);
+    *pool = p.release();
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+int vms_tasks_submit(vms_tasks* pool, void (*fn)(void* arg), void* arg) {
+  if (pool == nullptr || fn == nullptr) return invalid("vms_tasks_submit: pool or fn is NULL");
+  return noThrow([&] {
+    pool->pool->submit([fn, arg] { fn(arg); });
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+int vms_tasks_wait(vms_tasks* pool) {
+  if (pool == nullptr) return invalid("vms_tasks_wait: pool is NULL");
+  return noThrow([&] { return report(pool->pool->wait()); });
+}
+
+void vms_tasks_free(vms_tasks* pool) { delete pool; }
 
 }  // extern "C"

@@ -74,6 +74,25 @@ Status Tree::get(std::string_view key, std::span<std::byte> buf, size_t* vlen) c
   if (vlen == nullptr) return Status::InvalidArgument("vlen output pointer is null");
   return impl_->db->get(impl_, key, buf, vlen);
 }
+Status Tree::getMany(std::span<const std::string_view> keys, std::vector<std::string>* values,
+                     std::vector<Status>* statuses) const {
+  if (values == nullptr || statuses == nullptr) return Status::InvalidArgument("getMany: values or statuses is null");
+  values->resize(keys.size());
+  statuses->assign(keys.size(), Status::OK());
+  return impl_->db->lookupEach(keys.size(), [&](size_t i) {
+    (*statuses)[i] = impl_->db->get(impl_, keys[i], &(*values)[i]);
+    if (!(*statuses)[i].ok()) (*values)[i].clear();
+  });
+}
+Status Tree::getMany(std::span<const std::string_view> keys, std::span<const std::span<std::byte>> bufs,
+                     std::span<size_t> vlens, std::span<Status> statuses) const {
+  if (bufs.size() != keys.size() || vlens.size() != keys.size() || statuses.size() != keys.size()) {
+    return Status::InvalidArgument("getMany: bufs, vlens and statuses need one entry per key");
+  }
+  return impl_->db->lookupEach(keys.size(), [&](size_t i) {
+    statuses[i] = impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]);
+  });
+}
 Status Tree::del(std::string_view key) { return impl_->db->del(impl_, key); }
 Status Tree::shape(TreeShape* out) const { return impl_->db->shape(impl_, out); }
 const std::string& Tree::name() const { return impl_->name; }

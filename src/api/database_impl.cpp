@@ -742,6 +742,19 @@ Status DatabaseImpl::afterWrite(Status st, uint64_t lsn) {
   return st;
 }
 
+Status DatabaseImpl::lookupEach(size_t n, const std::function<void(size_t)>& lookup) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  try {
+    task::runEach(n, kGetManyInFlight, lookup);
+  } catch (const std::bad_alloc&) {
+    return Status::NoMemory("out of memory running lookups as tasks");
+  } catch (const std::system_error& e) {
+    return Status::NoMemory(std::string("cannot run lookups as tasks: ") + e.what());
+  }
+  return Status::OK();
+}
+
 Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::string* value) {
   Status st = validateKey(key);
   if (!st.ok()) return st;

@@ -42,6 +42,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -91,6 +92,9 @@ class DatabaseImpl {
   Status put(TreeImpl* t, std::string_view key, std::string_view value);
   Status get(TreeImpl* t, std::string_view key, std::string* value);
   Status get(TreeImpl* t, std::string_view key, std::span<std::byte> buf, size_t* vlen);
+  // Runs lookup(i) for every i in [0, n) as tasks of the calling thread, up to
+  // kGetManyInFlight at once (task::runEach); for Tree::getMany. lookup must not throw.
+  Status lookupEach(size_t n, const std::function<void(size_t)>& lookup);
   Status del(TreeImpl* t, std::string_view key);
   Status shape(TreeImpl* t, TreeShape* out);
   // The batch's operations, each with its tree (all of this database), all or nothing.

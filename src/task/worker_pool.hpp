@@ -1,0 +1,55 @@
+// WorkerPool: task mode's worker threads. Each runs a Scheduler (task/scheduler.hpp) with
+// up to `inflight` tasks at once, taking work from one shared queue, so that a worker
+// whose task misses on a page goes on with the next piece of work while the read is in
+// flight.
+//
+// Contract
+// - submit(fn) queues fn; some worker runs it as a task (in submission order of taking,
+//   not of finishing). Any thread may submit, a task too.
+// - wait() returns once every fn submitted before it has finished. Not from inside a
+//   task (it would wait for itself): the caller checks.
+// - An exception escaping fn is kept (the first one) and returned by takeFailure(); the
+//   worker goes on.
+// - The destructor waits for all work, then stops and joins the workers.
+// - The constructor throws std::system_error when a thread cannot be started.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace vmstore::internal::task {
+
+class WorkerPool {
+ public:
+  WorkerPool(unsigned threads, unsigned inflight);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void submit(std::function<void()> fn);
+  void wait();
+  std::exception_ptr takeFailure();
+
+ private:
+  void workerLoop();
+  void runner(unsigned* active);  // one task: takes work until the queue is empty
+  bool take(std::function<void()>* fn);
+
+  const unsigned inflight_;
+  std::mutex mutex_;
+  std::condition_variable work_;  // queue_ non-empty or stop_
+  std::condition_variable idle_;  // pending_ == 0
+  std::deque<std::function<void()>> queue_;
+  size_t pending_ = 0;  // submitted, not yet finished
+  bool stop_ = false;
+  std::exception_ptr failure_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace vmstore::internal::task
