@@ -48,6 +48,7 @@ struct EngineConfig {
   uint64_t poolBytes = 0;   // cache budget
   unsigned threads = 1;     // worker threads that will hold sessions
   Durability durability = Durability::kNone;  // see the contract above
+  bool syncIo = false;  // vmstore: config io=sync (misses in tasks block the thread)
 };
 
 struct EngineStats {
@@ -91,6 +92,8 @@ class Engine {
     (void)d;
     return true;
   }
+  // Whether sessions may run as tasks of a vmstore::TaskPool (RunOptions::inflight).
+  virtual bool supportsTasks() const { return false; }
   virtual std::unique_ptr<Session> session() = 0;
   virtual EngineStats stats() { return {}; }
   // Flushes what the engine needs to and releases everything.

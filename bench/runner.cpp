@@ -23,6 +23,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "task/cooperative.hpp"
+#include "vmstore/tasks.hpp"
+
 namespace vmstore::bench {
 
 namespace {
@@ -347,6 +350,10 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
                                 ")");
   }
 
+  if (given.inflight > 0 && !engine->supportsTasks()) {
+    throw std::invalid_argument("engine " + given.engine + " cannot run in task mode (--inflight)");
+  }
+  if (given.inflight > 4096) throw std::invalid_argument("--inflight: at most 4096");
   RunOptions opts = given;
   if (opts.data == 0) opts.data = workload->defaultData();
   if (opts.pool == 0) opts.pool = kDefaultPoolBytes;
@@ -358,6 +365,9 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     *log << "vmstore bench " << opts.workload << ": engine " << opts.engine << ", durability "
          << durabilityName(opts.durability) << ", data "
          << opts.data << ", pool " << opts.pool / kMiB << " MiB, threads " << opts.threads
+         << (opts.inflight > 0 ? ", tasks per thread " + std::to_string(opts.inflight) +
+                                     (opts.syncIo ? " (io=sync)" : " (io=uring)")
+                               : std::string(", blocking"))
          << ", " << opts.seconds << " s, in " << dir.path() << "\n"
          << std::flush;
   }
@@ -367,6 +377,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   config.poolBytes = opts.pool;
   config.threads = opts.threads;
   config.durability = opts.durability;
+  config.syncIo = opts.syncIo;
   engine->open(config, workload->tables());
   bool open = true;
   // Closes the engine on every path out (an error while it runs included).
@@ -397,17 +408,21 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     progress.stop();
   }
 
-  // ---- measured phase: workers start together; this thread reports every second
-  std::vector<ThreadCounter> counters(opts.threads);
+  // ---- measured phase: workers start together; this thread reports every second.
+  // A worker is a thread (blocking mode) or a task of a TaskPool (task mode: inflight
+  // tasks on each of the threads; a task that waits lets the others of its thread run).
+  const unsigned nworkers = opts.workers();
+  std::vector<ThreadCounter> counters(nworkers);
   std::atomic<bool> stop{false};
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false};
   FirstError error;
   std::vector<std::thread> workers;
-  workers.reserve(opts.threads);
+  std::unique_ptr<vmstore::TaskPool> pool;
   // Stops and joins the workers on every path out of this function.
   struct JoinGuard {
     std::vector<std::thread>* workers;
+    std::unique_ptr<vmstore::TaskPool>* pool;
     std::atomic<bool>* stop;
     std::atomic<bool>* go;
     ~JoinGuard() {
@@ -416,23 +431,30 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
       for (std::thread& w : *workers) {
         if (w.joinable()) w.join();
       }
+      pool->reset();  // waits for its tasks
     }
-  } joinGuard{&workers, &stop, &go};
-  for (unsigned t = 0; t < opts.threads; ++t) {
-    workers.emplace_back([&, t] {
-      try {
-        std::unique_ptr<Session> session = engine->session();
-        ready.fetch_add(1);
-        while (!go.load()) std::this_thread::yield();
-        workload->run(*session, t, opts, stop, counters[t]);
-      } catch (...) {
-        error.set(std::current_exception());
-        ready.fetch_add(1);  // (harmless if already counted: only ">= threads" is tested)
-        stop.store(true);
-      }
-    });
+  } joinGuard{&workers, &pool, &stop, &go};
+  auto worker = [&](unsigned t) {
+    try {
+      std::unique_ptr<Session> session = engine->session();
+      ready.fetch_add(1);
+      while (!go.load()) internal::task::pause();
+      workload->run(*session, t, opts, stop, counters[t]);
+    } catch (...) {
+      error.set(std::current_exception());
+      ready.fetch_add(1);  // (harmless if already counted: only ">= workers" is tested)
+      stop.store(true);
+    }
+  };
+  if (opts.inflight > 0) {
+    Status s = vmstore::TaskPool::create(opts.threads, opts.inflight, &pool);
+    if (!s.ok()) throw std::runtime_error("cannot create the task pool: " + s.toString());
+    for (unsigned t = 0; t < nworkers; ++t) pool->submit([&worker, t] { worker(t); });
+  } else {
+    workers.reserve(opts.threads);
+    for (unsigned t = 0; t < opts.threads; ++t) workers.emplace_back([&worker, t] { worker(t); });
   }
-  while (ready.load() < opts.threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (ready.load() < nworkers) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   std::vector<std::ostream*> outs;
   if (io.out != nullptr) outs.push_back(io.out);
@@ -481,6 +503,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   }
   result.measuredSeconds = secondsSince(start);
   for (std::thread& w : workers) w.join();
+  if (pool) pool->wait();
   result.totalTx = sumTx();
   result.txPerSec = result.totalTx / std::max(result.measuredSeconds, 1e-9);
   if (std::exception_ptr e = error.get()) std::rethrow_exception(e);
@@ -507,6 +530,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   std::ostringstream json;
   json << "{\"engine\":" << jsonString(opts.engine) << ",\"workload\":"
        << jsonString(opts.workload) << ",\"threads\":" << opts.threads
+       << ",\"inflight\":" << opts.inflight << ",\"io\":" << jsonString(opts.syncIo ? "sync" : "uring")
        << ",\"durability\":" << jsonString(durabilityName(opts.durability))
        << ",\"data\":" << opts.data << ",\"pool\":" << opts.pool
        << ",\"tx_per_s\":" << fixed(result.txPerSec, 1) << ",\"tx\":" << result.totalTx

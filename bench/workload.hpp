@@ -38,6 +38,12 @@ struct RunOptions {
   bool check = false;       // run the workload's consistency checks after the run
   std::string distribution = "zipfian";  // ycsb: zipfian (0.99) or uniform
   Durability durability = Durability::kNone;  // the engine's logging and syncing (engine.hpp)
+  // Task mode (vmstore only): 0 runs one blocking worker per thread; N > 0 runs N workers
+  // per thread as tasks of a vmstore::TaskPool, each suspending on a page miss.
+  unsigned inflight = 0;
+  bool syncIo = false;  // vmstore config io=sync instead of io=uring
+  // Workers of the measured phase (their tid is 0 .. workers()-1).
+  unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }
 };
 
 // What one worker has done so far; the runner reads it every second.
@@ -53,7 +59,7 @@ class Workload {
   // Loads the initial data; progress(done, total) may be called from any thread.
   virtual void load(Engine& engine, const RunOptions& opts,
                     const std::function<void(uint64_t, uint64_t)>& progress) = 0;
-  // The measured phase of worker tid (0 .. threads-1): transactions until stop is set,
+  // The measured phase of worker tid (0 .. opts.workers()-1): transactions until stop is set,
   // each counted in counter.tx.
   virtual void run(Session& session, unsigned tid, const RunOptions& opts,
                    const std::atomic<bool>& stop, ThreadCounter& counter) = 0;

@@ -27,6 +27,7 @@ void printBenchHelp() {
       "usage: vmstore bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE]\n"
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
+      "                     [--inflight=N] [--io=uring|sync]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
       "                           [--durability=sync|async|none]\n"
       "\n"
@@ -40,6 +41,11 @@ void printBenchHelp() {
       "each committed write is in the OS page cache when it returns (survives a crash of\n"
       "the process); sync = each committed write is on stable storage when it returns.\n"
       "Each engine's mapping is in its adapter, bench/engines/*.cpp (hashbm: none only).\n"
+      "\n"
+      "--inflight=N: task mode (vmstore only): each of the threads runs N workers as tasks\n"
+      "of a vmstore::TaskPool; a worker that misses on a page suspends while its read is in\n"
+      "flight. Default: blocking mode, one worker per thread. --io=sync makes those misses\n"
+      "block the thread instead (the baseline; default --io=uring).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -108,7 +114,9 @@ int cmdBench(int argc, char** argv) {
              {"csv", true},
              {"check", false},
              {"distribution", true},
-             {"durability", true}});
+             {"durability", true},
+             {"inflight", true},
+             {"io", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
   opts.workload = argv[2];
@@ -126,6 +134,12 @@ int cmdBench(int argc, char** argv) {
   opts.check = args.has("check");
   opts.distribution = args.str("distribution", opts.distribution);
   opts.durability = benchDurability(args);
+  const uint64_t inflight = args.count("inflight", 0, 1);
+  if (inflight > 4096) throw UsageError("--inflight: at most 4096");
+  opts.inflight = static_cast<unsigned>(inflight);
+  const std::string ioMode = args.str("io", "uring");
+  if (ioMode != "uring" && ioMode != "sync") throw UsageError("--io=" + ioMode + ": use uring or sync");
+  opts.syncIo = ioMode == "sync";
 
   bench::RunnerIo io;
   io.out = &std::cout;

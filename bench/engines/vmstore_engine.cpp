@@ -51,12 +51,14 @@ class VmstoreSession : public Session {
 class VmstoreEngine : public Engine {
  public:
   std::string name() const override { return "vmstore"; }
+  bool supportsTasks() const override { return true; }
 
   void open(const EngineConfig& config, const std::vector<std::string>& tables) override {
     Options options;
     options.pool_size = std::max<uint64_t>(config.poolBytes, 1ull << 20);
     options.create = true;
     options.durability = config.durability;
+    options.io = config.syncIo ? IoMode::kSync : IoMode::kUring;
     Status s = Database::open(config.dir, options, &db_);
     if (!s.ok()) fail("open", s);
     trees_.clear();

@@ -134,7 +134,7 @@ class YcsbWorkload : public Workload {
     std::unique_ptr<Zipfian> latest;
     if (mix_.latest && !uniform) latest = std::make_unique<Zipfian>(n, kZipfianConstant, zetaOf(n));
     uint64_t inserted = 0;  // this worker's inserts so far
-    const unsigned stride = opts.threads;
+    const unsigned stride = opts.workers();
 
     auto insertedKey = [&](uint64_t k) { return n + k * stride + tid; };
     // A key of the request distribution.
