@@ -1,7 +1,8 @@
 # vmstore: the developer interface. Everything builds under build/<flavor> with CMake+Ninja.
 #
 #   make build      install missing Debian packages, configure and build build/release
-#   make test       release tests, ASan+UBSan tests (build/asan), install check; summary
+#   make test       release tests, the same in task mode (every test body inside a task),
+#                   ASan+UBSan tests (build/asan), install check, Python; summary
 #   make tsan       build build/tsan (ThreadSanitizer) and run the tests there
 #   make crash-test the long crash runs: 1,000 SIGKILL cycles of a writer (make test runs
 #                   50) and 64 power cuts per durability mode (make test: 16), release build
@@ -59,15 +60,15 @@ define configure_and_build
 	@cmake --build $(1)
 endef
 
-# $(call run_ctest,DIR,ENV): run the CTest suite of DIR (fresh scratch directory), keep
-# its output in DIR/ctest.log for the summary.
+# $(call run_ctest,DIR,ENV[,LOG]): run the CTest suite of DIR (fresh scratch directory),
+# keep its output in DIR/LOG (default ctest.log) for the summary.
 define run_ctest
-	@echo "== test $(1)"
+	@echo "== test $(1) $(2)"
 	@rm -rf $(1)/test-tmp && mkdir -p $(1)/test-tmp
-	@cd $(1) && env $(2) ctest --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS) 2>&1 | tee ctest.log
+	@cd $(1) && env $(2) ctest --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS) 2>&1 | tee $(or $(3),ctest.log)
 endef
 
-.PHONY: all deps build build-release build-asan build-tsan test test-release test-asan \
+.PHONY: all deps build build-release build-asan build-tsan test test-release test-tasks test-asan \
         check-install python-test tsan crash-test run demo install clean
 
 all: build
@@ -88,6 +89,11 @@ build-tsan: deps
 
 test-release: build
 	$(call run_ctest,$(RELEASE_DIR),)
+
+# The release suite again with every test body running inside a task (tests/test_main.cpp):
+# the task paths of every wait and miss.
+test-tasks: build
+	$(call run_ctest,$(RELEASE_DIR),VMSTORE_TEST_TASK_MODE=1,ctest-tasks.log)
 
 test-asan: build-asan
 	$(call run_ctest,$(ASAN_DIR),$(ASAN_ENV))
@@ -112,14 +118,16 @@ python-test: deps
 # Runs every stage even when an earlier one fails, then prints one line per stage and a
 # closing "N passed, N failed" line over every test suite; fails if any stage failed.
 test: deps
-	@rm -f $(RELEASE_DIR)/ctest.log $(ASAN_DIR)/ctest.log $(PY_DIR)/pytest.log
-	@start=$$(date +%s); release=ok; asan=ok; install=ok; python=ok; \
+	@rm -f $(RELEASE_DIR)/ctest.log $(RELEASE_DIR)/ctest-tasks.log $(ASAN_DIR)/ctest.log $(PY_DIR)/pytest.log
+	@start=$$(date +%s); release=ok; tasks=ok; asan=ok; install=ok; python=ok; \
 	$(MAKE) --no-print-directory test-release VMSTORE_SKIP_DEPS=1 || release=FAILED; \
+	$(MAKE) --no-print-directory test-tasks VMSTORE_SKIP_DEPS=1 || tasks=FAILED; \
 	$(MAKE) --no-print-directory test-asan VMSTORE_SKIP_DEPS=1 || asan=FAILED; \
 	$(MAKE) --no-print-directory check-install VMSTORE_SKIP_DEPS=1 || install=FAILED; \
 	$(MAKE) --no-print-directory python-test VMSTORE_SKIP_DEPS=1 || python=FAILED; \
 	bash scripts/test-summary.sh $$(( $$(date +%s) - start )) \
 	  "release:$$release:$(RELEASE_DIR)/ctest.log" \
+	  "task-mode:$$tasks:$(RELEASE_DIR)/ctest-tasks.log" \
 	  "asan:$$asan:$(ASAN_DIR)/ctest.log" \
 	  "install-check:$$install:" \
 	  "python:$$python:$(PY_DIR)/pytest.log"

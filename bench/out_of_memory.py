@@ -56,7 +56,16 @@ def main():
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    rows = []
+    print("run,lookups_or_iops_per_s,page_misses_per_s,data_file_bytes,command", flush=True)
+
+    class Rows(list):
+        def append(self, row):
+            name, rate, misses, data_bytes, cmd = row
+            m = "%.0f" % misses if misses != "" else ""
+            print("%s,%.0f,%s,%s,%s" % (name, rate, m, data_bytes, cmd), flush=True)
+            super().append(row)
+
+    rows = Rows()
 
     rio = run_json([args.vmstore, "bench", "read-io", "--seconds=%g" % args.io_seconds,
                     "--dir=" + os.path.join(args.dir, "read-io")])
@@ -84,10 +93,13 @@ def main():
         block = os.path.join(args.dir, "vmcache-block")
         open(block, "w").close()
         pool_gib = max(1, size_bytes(args.pool) >> 30)
-        env = dict(os.environ, BLOCK=block, PHYSGB=str(pool_gib), VIRTGB="64", THREADS=str(args.threads),
+        # VIRTGB: address space for the data (about 150 bytes a tuple), at least vmcache's 16.
+        virt_gib = max(16, (args.data * 150 >> 30) * 2)
+        env = dict(os.environ, BLOCK=block, PHYSGB=str(pool_gib), VIRTGB=str(virt_gib), THREADS=str(args.threads),
                    DATASIZE=str(args.data), RNDREAD="1", RUNFOR=str(int(args.seconds)))
-        p = subprocess.run([args.vmcache], env=env, check=True, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+        p = subprocess.run([args.vmcache], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            sys.exit("vmcache failed (%d): %s" % (p.returncode, p.stderr[-2000:]))
         tx = [int(line.split(",")[1]) for line in p.stdout.splitlines()[1:] if line.strip()]
         rate = sum(tx) / max(1, len(tx))
         space = re.search(r"space: ([0-9.]+) GB", p.stderr)
@@ -98,10 +110,6 @@ def main():
         rows.append(("original vmcache", rate, "", data_bytes, cmdline + " " + args.vmcache))
         os.remove(block)
 
-    print("run,lookups_or_iops_per_s,page_misses_per_s,data_file_bytes,command")
-    for name, rate, misses, data_bytes, cmd in rows:
-        m = "%.0f" % misses if misses != "" else ""
-        print("%s,%.0f,%s,%s,%s" % (name, rate, m, data_bytes, cmd))
     task = results["task io=uring"]
     print("task_over_fixed_iops,%.3f" % (task / fixed))
     print("task_over_io_sync,%.3f" % (task / results["task io=sync"]))

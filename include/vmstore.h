@@ -167,7 +167,7 @@ void vms_batch_free(vms_batch* b);
  * - vms_tasks_submit: fn(arg) runs once as a task on some worker; any thread may submit,
  *   tasks too. A task must not block its thread on anything but vmstore calls.
  * - vms_tasks_wait: returns once every task submitted before it has finished (VMS_EINVAL
- *   when called from inside a task).
+ *   when called from inside one of this pool's tasks).
  * - vms_tasks_free: waits for every submitted task, then stops the workers. */
 typedef struct vms_tasks vms_tasks;
 int vms_tasks_new(unsigned threads, unsigned inflight, vms_tasks** pool);

@@ -16,8 +16,9 @@
 //   vmstore's own waits inside a task suspend the task instead.
 // - wait(): returns once every task submitted before the call has finished: OK, or
 //   InvalidArgument naming the exception the first failed task let escape (the other
-//   tasks still ran). Called from inside a task it returns InvalidArgument at once
-//   (a task cannot wait for itself).
+//   tasks still ran). Called from inside one of this pool's tasks it returns
+//   InvalidArgument at once (a task cannot wait for itself); inside a task of anything
+//   else (another pool, getMany) it suspends that task while it waits.
 // - The destructor waits for every submitted task, then stops the workers.
 // - Tasks run on the pool's threads: thread-local state of the submitter is not theirs.
 #pragma once

@@ -334,6 +334,41 @@ class TreeCore {
     return toBytes(std::string_view(buf, vlen));
   }
 
+  // The value of each key (dflt where absent), looked up together with their page
+  // misses in flight (Tree::getMany), without the GIL.
+  nb::list getMany(nb::handle keys, nb::handle dflt) {
+    s_->checkUsable();
+    PyObject* seq = PySequence_Fast(keys.ptr(), "keys must be an iterable of bytes");
+    if (seq == nullptr) throw nb::python_error();
+    nb::object owner = nb::steal(seq);
+    size_t n = static_cast<size_t>(PySequence_Fast_GET_SIZE(seq));
+    std::vector<std::unique_ptr<BytesArg>> args;
+    std::vector<std::string_view> views;
+    args.reserve(n);
+    views.reserve(n);
+    for (size_t i = 0; i < n; i++) {
+      args.push_back(std::make_unique<BytesArg>(nb::handle(PySequence_Fast_GET_ITEM(seq, i)), "key"));
+      views.push_back(args.back()->view());
+    }
+    std::vector<std::string> values;
+    std::vector<Status> statuses;
+    Status st;
+    s_->shared->run([&] { st = s_->tree->getMany(views, &values, &statuses); });
+    if (st.isNotFound()) raiseClosed("tree '" + s_->name + "' was dropped");
+    if (!st.ok()) raiseStatus(st);
+    nb::list out;
+    for (size_t i = 0; i < n; i++) {
+      if (statuses[i].isNotFound()) {
+        out.append(dflt);
+      } else if (!statuses[i].ok()) {
+        raiseStatus(statuses[i]);
+      } else {
+        out.append(toBytes(values[i]));
+      }
+    }
+    return out;
+  }
+
   nb::bytes getitem(nb::handle key) {
     std::optional<nb::bytes> v = lookup(key);
     if (!v) raiseKeyError(key);
@@ -718,6 +753,8 @@ NB_MODULE(_core, m) {
       .def("getitem", &TreeCore::getitem, "key"_a, "The value; KeyError when absent.")
       .def("get", &TreeCore::get, "key"_a, "default"_a.none() = nb::none(), "The value, or default when absent.")
       .def("contains", &TreeCore::contains, "key"_a, "True when the key is present.")
+      .def("get_many", &TreeCore::getMany, "keys"_a, "default"_a.none() = nb::none(),
+           "The value of each key (default where absent), their misses in flight together.")
       .def("setitem", &TreeCore::setitem, "key"_a, "value"_a, "Inserts or replaces.")
       .def("remove", &TreeCore::remove, "key"_a, "Deletes; False when the key was absent.")
       .def("delitem", &TreeCore::delitem, "key"_a, "Deletes; KeyError when absent.")

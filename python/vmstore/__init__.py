@@ -34,7 +34,7 @@ import sys
 import threading
 import weakref
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, MutableMapping, ValuesView
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from . import _core
 
@@ -515,6 +515,13 @@ class Tree(MutableMapping):
     def get(self, key: BytesLike, default: Any = None) -> Any:
         """The value of ``key``, or ``default`` when absent."""
         return self._core.get(key, default)
+
+    def get_many(self, keys: Iterable[BytesLike], default: Any = None) -> List[Any]:
+        """The value of each of ``keys``, in order (``default`` where absent): one call
+        that looks them up with their page misses in flight together (up to 64 at once),
+        so it is much faster than ``get`` per key when the data exceeds the buffer pool.
+        Bad keys raise as ``get`` does (``TypeError``, ``ValueError``, ...)."""
+        return self._core.get_many(keys, default)
 
     def popitem(self) -> Tuple[bytes, bytes]:
         """Removes and returns the (key, value) with the largest key (the end of the

@@ -1,7 +1,7 @@
 # Type stubs of vmstore (python/vmstore/__init__.py): the public API.
 import os
-from collections.abc import ItemsView, Iterator, KeysView, MutableMapping, ValuesView
-from typing import Any, Optional, Tuple, TypeVar, Union, overload
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, MutableMapping, ValuesView
+from typing import Any, List, Optional, Tuple, TypeVar, Union, overload
 
 from . import dbm as dbm
 
@@ -107,6 +107,10 @@ class Tree(MutableMapping[bytes, bytes]):
     def get(self, key: BytesLike, default: None = None) -> Optional[bytes]: ...
     @overload
     def get(self, key: BytesLike, default: Union[bytes, _T]) -> Union[bytes, _T]: ...
+    @overload
+    def get_many(self, keys: Iterable[BytesLike], default: None = None) -> List[Optional[bytes]]: ...
+    @overload
+    def get_many(self, keys: Iterable[BytesLike], default: Union[bytes, _T]) -> List[Union[bytes, _T]]: ...
     def popitem(self) -> Tuple[bytes, bytes]: ...
     def clear(self) -> None: ...
     def keys(

@@ -5,7 +5,6 @@
 #include <string>
 #include <system_error>
 
-#include "task/scheduler.hpp"
 #include "task/worker_pool.hpp"
 
 namespace vmstore {
@@ -34,8 +33,8 @@ Status TaskPool::create(unsigned threads, unsigned inflight, std::unique_ptr<Tas
 void TaskPool::submit(std::function<void()> fn) { pool_->submit(std::move(fn)); }
 
 Status TaskPool::wait() {
-  if (internal::task::Scheduler::current() != nullptr) {
-    return Status::InvalidArgument("TaskPool::wait called from inside a task (it would wait for itself)");
+  if (pool_->insideOwnTask()) {
+    return Status::InvalidArgument("TaskPool::wait called from inside one of its tasks (it would wait for itself)");
   }
   pool_->wait();
   std::exception_ptr failure = pool_->takeFailure();

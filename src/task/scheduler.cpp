@@ -1,8 +1,10 @@
 #include "task/scheduler.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cxxabi.h>
 #include <deque>
@@ -41,6 +43,13 @@ namespace {
 
 thread_local Scheduler* tlsCurrent = nullptr;
 
+// Bumped in the child of every fork(): rings made before it belong to the parent.
+std::atomic<unsigned> forkGeneration{0};
+const bool atforkInstalled = [] {
+  pthread_atfork(nullptr, nullptr, [] { forkGeneration.fetch_add(1, std::memory_order_relaxed); });
+  return true;
+}();
+
 // The Itanium C++ ABI's per-thread exception state (libsupc++/libc++abi layout): the
 // stack of exceptions being handled and the count of those in flight. Each task keeps
 // its own, so a task suspended inside a catch handler does not see another's.
@@ -63,7 +72,8 @@ struct Scheduler::Impl {
 #endif
   };
 
-  explicit Impl(unsigned entries) : stacks(kStackBytes) {
+  Impl(unsigned entries, size_t stackBytes) : stacks(stackBytes) {
+    (void)atforkInstalled;
 #ifdef VMSTORE_HAVE_LIBURING
     if (io_uring_queue_init(entries, &ring, 0) == 0) {
       ringOk = true;
@@ -75,13 +85,15 @@ struct Scheduler::Impl {
   }
   ~Impl() {
 #ifdef VMSTORE_HAVE_LIBURING
-    if (ringOk) io_uring_queue_exit(&ring);
+    if (ringOk && ringUsable()) io_uring_queue_exit(&ring);
 #endif
   }
+  bool ringUsable() const { return ringOk && forkGeneration.load(std::memory_order_relaxed) == ringGeneration; }
 
   // Switch into t until it suspends or ends.
   void resume(Task* t) {
     running = t;
+    waited = false;
     EhGlobals* eh = threadEh();
     EhGlobals mine = *eh;
     *eh = t->eh;
@@ -96,6 +108,7 @@ struct Scheduler::Impl {
     t->eh = *eh;
     *eh = mine;
     running = nullptr;
+    if (!waited) onlyWaiting = false;  // it got somewhere: ran, finished, or queued a read
     stats.switches++;
     if (!t->fiber) finish(t);
   }
@@ -130,13 +143,13 @@ struct Scheduler::Impl {
 
   void submitAndReap(bool wait) {
 #ifdef VMSTORE_HAVE_LIBURING
-    if (!ringOk) return;
+    if (!ringUsable()) return;
     if (unsubmitted > 0) {
       int r = wait ? io_uring_submit_and_wait(&ring, 1) : io_uring_submit(&ring);
       if (r >= 0) {
         stats.submits++;
-        unsubmitted = 0;
-        wait = false;
+        unsubmitted = io_uring_sq_ready(&ring);  // normally 0: all were taken
+        if (wait && r > 0) wait = false;          // submit_and_wait already waited
       }
     }
     io_uring_cqe* cqe;
@@ -167,6 +180,7 @@ struct Scheduler::Impl {
   size_t live = 0;
   std::exception_ptr escaped;
   bool onlyWaiting = true;  // every task resumed this round only waited
+  bool waited = false;      // the running task suspended in waiting()
   SchedulerStats stats;
 #ifdef VMSTORE_TSAN_FIBERS
   void* schedulerTsan = nullptr;
@@ -175,12 +189,14 @@ struct Scheduler::Impl {
   io_uring ring;
 #endif
   bool ringOk = false;
+  unsigned ringGeneration = forkGeneration.load(std::memory_order_relaxed);
   unsigned ringEntries = 0;
   unsigned inFlight = 0;
   unsigned unsubmitted = 0;
 };
 
-Scheduler::Scheduler(unsigned ringEntries) : impl_(std::make_unique<Impl>(ringEntries)) {}
+Scheduler::Scheduler(unsigned ringEntries, size_t stackBytes)
+    : impl_(std::make_unique<Impl>(ringEntries, stackBytes)) {}
 
 Scheduler::~Scheduler() {
   for (Impl::Task* t : impl_->ready) delete t;  // never run (run() was not called)
@@ -191,7 +207,7 @@ Scheduler* Scheduler::current() {
   return s != nullptr && s->impl_->running != nullptr ? s : nullptr;
 }
 
-bool Scheduler::hasRing() const { return impl_->ringOk; }
+bool Scheduler::hasRing() const { return impl_->ringUsable(); }
 const SchedulerStats& Scheduler::stats() const { return impl_->stats; }
 
 void Scheduler::spawn(std::function<void()> fn) {
@@ -248,26 +264,25 @@ void Scheduler::run() {
 }
 
 void Scheduler::yield() {
-  impl_->onlyWaiting = false;
   impl_->ready.push_back(impl_->running);
   impl_->suspend();
 }
 
 void Scheduler::waiting() {
+  impl_->waited = true;
   impl_->ready.push_back(impl_->running);
   impl_->suspend();
 }
 
 ssize_t Scheduler::pread(int fd, void* buf, size_t n, uint64_t off) {
   Impl* impl = impl_.get();
-  impl->onlyWaiting = false;
 #ifdef VMSTORE_HAVE_LIBURING
-  if (impl->ringOk) {
+  if (impl->ringUsable()) {
     while (impl->inFlight >= impl->ringEntries) waiting();  // room for one more
     io_uring_sqe* sqe = io_uring_get_sqe(&impl->ring);
     if (sqe == nullptr) {  // the submission queue is full of queued reads: submit them
       io_uring_submit(&impl->ring);
-      impl->unsubmitted = 0;
+      impl->unsubmitted = io_uring_sq_ready(&impl->ring);
       sqe = io_uring_get_sqe(&impl->ring);
     }
     if (sqe != nullptr) {

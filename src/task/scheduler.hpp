@@ -22,7 +22,10 @@
 //   completion instead of spinning (or, with none in flight, yields the CPU).
 // - Each task switch swaps the thread's C++ exception-handling state, so a task may
 //   suspend inside a catch handler.
-// - Stacks are kStackBytes each, taken from a pool the scheduler keeps.
+// - Stacks are stackBytes each (default kStackBytes), taken from a pool the scheduler
+//   keeps.
+// - After fork(), the child never uses a ring created before it (the ring's memory is
+//   shared with the parent): its reads are plain blocking preads.
 // - Not thread-safe: one thread per scheduler. Destroy it on its thread after run().
 #pragma once
 
@@ -48,7 +51,7 @@ class Scheduler {
   static constexpr size_t kStackBytes = 128 * 1024;
 
   // ringEntries: reads that may be in flight at once (more wait for room).
-  explicit Scheduler(unsigned ringEntries = 128);
+  explicit Scheduler(unsigned ringEntries = 128, size_t stackBytes = kStackBytes);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

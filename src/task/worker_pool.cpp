@@ -7,6 +7,12 @@
 
 namespace vmstore::internal::task {
 
+namespace {
+thread_local const WorkerPool* tlsPool = nullptr;  // the pool whose worker this thread is
+}  // namespace
+
+bool WorkerPool::insideOwnTask() const { return tlsPool == this && Scheduler::current() != nullptr; }
+
 WorkerPool::WorkerPool(unsigned threads, unsigned inflight) : inflight_(std::max(1u, inflight)) {
   try {
     for (unsigned i = 0; i < threads; i++) threads_.emplace_back([this] { workerLoop(); });
@@ -41,6 +47,15 @@ void WorkerPool::submit(std::function<void()> fn) {
 }
 
 void WorkerPool::wait() {
+  if (Scheduler* s = Scheduler::current()) {
+    for (;;) {
+      {
+        std::lock_guard g(mutex_);
+        if (pending_ == 0) return;
+      }
+      s->waiting();
+    }
+  }
   std::unique_lock g(mutex_);
   idle_.wait(g, [&] { return pending_ == 0; });
 }
@@ -93,6 +108,7 @@ void WorkerPool::runner(unsigned* active) {
 }
 
 void WorkerPool::workerLoop() {
+  tlsPool = this;
   Scheduler scheduler;
   for (;;) {
     {

@@ -6,8 +6,9 @@
 // Contract
 // - submit(fn) queues fn; some worker runs it as a task (in submission order of taking,
 //   not of finishing). Any thread may submit, a task too.
-// - wait() returns once every fn submitted before it has finished. Not from inside a
-//   task (it would wait for itself): the caller checks.
+// - wait() returns once every fn submitted before it has finished. Not from inside one
+//   of this pool's tasks (it would wait for itself: insideOwnTask() tells, the caller
+//   checks); inside another scheduler's task it lets that thread's tasks run meanwhile.
 // - An exception escaping fn is kept (the first one) and returned by takeFailure(); the
 //   worker goes on.
 // - The destructor waits for all work, then stops and joins the workers.
@@ -34,6 +35,7 @@ class WorkerPool {
 
   void submit(std::function<void()> fn);
   void wait();
+  bool insideOwnTask() const;
   std::exception_ptr takeFailure();
 
  private:
