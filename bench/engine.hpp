@@ -73,6 +73,15 @@ class Session {
   // False when absent. *value is reused across calls (no allocation once it is large
   // enough).
   virtual bool get(int table, std::string_view key, std::string* value) = 0;
+  // Looks up keys.size() keys: found[i] tells whether keys[i] is present, values[i] its
+  // value (vectors resized to keys.size()). By default get() per key; vmstore overrides
+  // it with Tree::getMany (misses in flight together).
+  virtual void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
+                       std::vector<bool>* found) {
+    values->resize(keys.size());
+    found->resize(keys.size());
+    for (size_t i = 0; i < keys.size(); i++) (*found)[i] = get(table, keys[i], &(*values)[i]);
+  }
   // False when absent.
   virtual bool del(int table, std::string_view key) = 0;
   // Entries with key >= start, ascending.

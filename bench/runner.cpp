@@ -368,6 +368,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
          << (opts.inflight > 0 ? ", tasks per thread " + std::to_string(opts.inflight) +
                                      (opts.syncIo ? " (io=sync)" : " (io=uring)")
                                : std::string(", blocking"))
+         << (opts.batch > 0 ? ", " + std::to_string(opts.batch) + " keys per getMany" : std::string())
          << ", " << opts.seconds << " s, in " << dir.path() << "\n"
          << std::flush;
   }
@@ -531,6 +532,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   json << "{\"engine\":" << jsonString(opts.engine) << ",\"workload\":"
        << jsonString(opts.workload) << ",\"threads\":" << opts.threads
        << ",\"inflight\":" << opts.inflight << ",\"io\":" << jsonString(opts.syncIo ? "sync" : "uring")
+       << ",\"batch\":" << opts.batch
        << ",\"durability\":" << jsonString(durabilityName(opts.durability))
        << ",\"data\":" << opts.data << ",\"pool\":" << opts.pool
        << ",\"tx_per_s\":" << fixed(result.txPerSec, 1) << ",\"tx\":" << result.totalTx

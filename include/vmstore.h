@@ -90,6 +90,11 @@ const char* vms_last_error(void);
  *                    the log passes a quarter of it, and a writer whose log file
  *                    reaches half of it waits for that checkpoint (1M..64G, default 1G)
  *   direct_io=BOOL   O_DIRECT for the data file where allowed (default true)
+ *   io=uring|sync    how a miss inside a task (vms_tasks_*, vms_get_many) is read:
+ *                    uring queues it on the thread's io_uring ring and runs other
+ *                    tasks meanwhile; sync blocks the thread (default uring)
+ *   page_provider=BOOL  a background thread evicts ahead of need once the pool is
+ *                    full, so reads rarely evict inline (default true)
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
  * superblock, an existing but empty file): VMS_ECORRUPT. The address space for

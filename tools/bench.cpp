@@ -27,7 +27,7 @@ void printBenchHelp() {
       "usage: vmstore bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE]\n"
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
-      "                     [--inflight=N] [--io=uring|sync]\n"
+      "                     [--inflight=N] [--io=uring|sync] [--batch=N]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
       "                           [--durability=sync|async|none]\n"
       "\n"
@@ -45,7 +45,8 @@ void printBenchHelp() {
       "--inflight=N: task mode (vmstore only): each of the threads runs N workers as tasks\n"
       "of a vmstore::TaskPool; a worker that misses on a page suspends while its read is in\n"
       "flight. Default: blocking mode, one worker per thread. --io=sync makes those misses\n"
-      "block the thread instead (the baseline; default --io=uring).\n"
+      "block the thread instead (the baseline; default --io=uring). --batch=N (lookup): N\n"
+      "keys per call of the engine's getMany (vmstore: Tree::getMany).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -116,7 +117,8 @@ int cmdBench(int argc, char** argv) {
              {"distribution", true},
              {"durability", true},
              {"inflight", true},
-             {"io", true}});
+             {"io", true},
+             {"batch", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
   opts.workload = argv[2];
@@ -140,6 +142,9 @@ int cmdBench(int argc, char** argv) {
   const std::string ioMode = args.str("io", "uring");
   if (ioMode != "uring" && ioMode != "sync") throw UsageError("--io=" + ioMode + ": use uring or sync");
   opts.syncIo = ioMode == "sync";
+  const uint64_t batch = args.count("batch", 0, 1);
+  if (batch > 4096) throw UsageError("--batch: at most 4096");
+  opts.batch = static_cast<unsigned>(batch);
 
   bench::RunnerIo io;
   io.out = &std::cout;

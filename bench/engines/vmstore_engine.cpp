@@ -40,12 +40,15 @@ class VmstoreSession : public Session {
   explicit VmstoreSession(VmstoreEngine* engine) : engine_(engine) {}
   void put(int table, std::string_view key, std::string_view value) override;
   bool get(int table, std::string_view key, std::string* value) override;
+  void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
+               std::vector<bool>* found) override;
   bool del(int table, std::string_view key) override;
   void scan(int table, std::string_view start, const ScanFn& fn) override;
   void scanReverse(int table, std::string_view start, const ScanFn& fn) override;
 
  private:
   VmstoreEngine* engine_;
+  std::vector<Status> statuses_;  // getMany's, reused
 };
 
 class VmstoreEngine : public Engine {
@@ -112,6 +115,17 @@ bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
   if (s.ok()) return true;
   if (s.isNotFound()) return false;
   fail("get", s);
+}
+
+void VmstoreSession::getMany(int table, const std::vector<std::string_view>& keys,
+                             std::vector<std::string>* values, std::vector<bool>* found) {
+  Status s = engine_->tree(table)->getMany(keys, values, &statuses_);
+  if (!s.ok()) fail("getMany", s);
+  found->resize(keys.size());
+  for (size_t i = 0; i < keys.size(); i++) {
+    if (!statuses_[i].ok() && !statuses_[i].isNotFound()) fail("getMany", statuses_[i]);
+    (*found)[i] = statuses_[i].ok();
+  }
 }
 
 bool VmstoreSession::del(int table, std::string_view key) {

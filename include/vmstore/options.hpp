@@ -70,6 +70,11 @@ struct Options {
   bool direct_io = true;
   // How misses inside tasks are read; config io=uring|sync. Default uring.
   IoMode io = IoMode::kUring;
+  // A background thread evicts ahead of need once the pool is full (writing dirty pages
+  // back in batches), so that reads rarely wait for an eviction; false: the thread that
+  // misses evicts. It does nothing while the data fits the pool. Config
+  // page_provider=true|false. Default true.
+  bool page_provider = true;
 
   static Status parse(std::string_view config, Options* out);
 };

@@ -85,6 +85,10 @@ Status Options::parse(std::string_view config, Options* out) {
       if (!parseBool(value, &o.direct_io)) {
         return Status::InvalidArgument("config direct_io='" + std::string(value) + "' is not true or false");
       }
+    } else if (key == "page_provider") {
+      if (!parseBool(value, &o.page_provider)) {
+        return Status::InvalidArgument("config page_provider='" + std::string(value) + "' is not true or false");
+      }
     } else if (key == "io") {
       if (value == "uring") {
         o.io = IoMode::kUring;
@@ -123,7 +127,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io)");
+                                     "log_size, direct_io, io, page_provider)");
     }
   }
   *out = o;

@@ -7,6 +7,8 @@
 #include <system_error>
 #include <thread>
 
+#include "task/cooperative.hpp"
+
 namespace vmstore::internal {
 
 namespace {
@@ -41,7 +43,58 @@ void BufferManager::setPageCount(uint64_t pageCount) {
   if (pageCount > 0) initStatesUpTo(pageCount - 1);
 }
 
-BufferManager::~BufferManager() = default;
+BufferManager::~BufferManager() { stopProvider(); }
+
+void BufferManager::startProvider() {
+  if (provider_.joinable()) return;
+  providerStop_ = false;
+  provider_ = std::thread([this] { providerLoop(); });
+  providerOn_.store(true, std::memory_order_release);
+}
+
+void BufferManager::stopProvider() {
+  if (!provider_.joinable()) return;
+  providerOn_.store(false, std::memory_order_release);
+  {
+    std::lock_guard g(providerMutex_);
+    providerStop_ = true;
+  }
+  providerWake_.notify_all();
+  provider_.join();
+}
+
+void BufferManager::providerLoop() {
+  const uint64_t target = providerTarget();
+  auto needed = [&] { return physUsed_.load(std::memory_order_seq_cst) + target >= poolPages_; };
+  for (;;) {
+    {
+      std::unique_lock g(providerMutex_);
+      providerSleeping_.store(true, std::memory_order_seq_cst);
+      providerWake_.wait(g, [&] { return providerStop_ || needed(); });
+      providerSleeping_.store(false, std::memory_order_relaxed);
+      if (providerStop_) return;
+    }
+    // Evict until the target is free again. A batch that frees nothing (every page in
+    // use, or write-back failing) ends the round: the misses then evict (or fail) inline.
+    while (needed()) {
+      uint64_t before = physUsed_.load(std::memory_order_relaxed);
+      try {
+        std::lock_guard g(evictMutex_);
+        evictBatch(true);
+      } catch (const StorageError&) {
+      }
+      if (physUsed_.load(std::memory_order_relaxed) >= before) break;
+      std::lock_guard g(providerMutex_);
+      if (providerStop_) return;
+    }
+  }
+}
+
+void BufferManager::wakeProvider() {
+  if (!providerSleeping_.load(std::memory_order_seq_cst)) return;
+  std::lock_guard g(providerMutex_);
+  providerWake_.notify_one();
+}
 
 void BufferManager::throwNoSuchPage(uint64_t pid) const {
   throw StorageError(Status::Corruption("reference to page " + std::to_string(pid) +
@@ -162,10 +215,13 @@ void BufferManager::releaseFrame(uint64_t pid) {
 }
 
 void BufferManager::reserveFrame(bool forRead) {
-  uint64_t headroom = std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
+  const bool provider = providerOn_.load(std::memory_order_relaxed);
+  uint64_t headroom = provider ? providerTarget() : std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
   for (uint64_t attempt = 0;; attempt++) {
     uint64_t used = physUsed_.load(std::memory_order_relaxed);
-    if (used + headroom >= poolPages_) {
+    if (provider) {
+      if (used + headroom >= poolPages_) wakeProvider();  // it evicts ahead; take a free frame
+    } else if (used + headroom >= poolPages_) {
       // Nearly full: evict ahead of need, unless another thread already is. Only an
       // attempt: if it fails, the need below decides.
       std::unique_lock g(evictMutex_, std::try_to_lock);
@@ -182,7 +238,8 @@ void BufferManager::reserveFrame(bool forRead) {
       continue;
     }
     try {
-      std::lock_guard g(evictMutex_);
+      std::unique_lock g(evictMutex_, std::defer_lock);
+      task::acquire(g);  // inside a task, the thread's other tasks run while another evicts
       if (physUsed_.load(std::memory_order_relaxed) >= poolPages_) evictBatch();
     } catch (const StorageError&) {
       // Nothing could be evicted: the dirty pages cannot be written (full device, I/O
@@ -203,7 +260,7 @@ void BufferManager::reserveFrame(bool forRead) {
   }
 }
 
-void BufferManager::evictBatch() {
+void BufferManager::evictBatch(bool byProvider) {
   std::vector<uint64_t> clean;
   std::vector<uint64_t> dirty;
   // (1) clock: mark unlocked pages, collect marked ones; shared-lock the dirty ones.
@@ -275,6 +332,7 @@ void BufferManager::evictBatch() {
   }
   physUsed_.fetch_sub(locked.size(), std::memory_order_relaxed);
   counters_.add(Counter::kEvictions, locked.size());
+  if (byProvider) counters_.add(Counter::kProviderEvictions, locked.size());
   counters_.add(Counter::kReleaseCalls, calls);
 }
 

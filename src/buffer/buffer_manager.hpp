@@ -12,6 +12,11 @@
 // - The pool size is a hard budget: a frame is reserved (evicting a batch first if the
 //   pool is full) before any page becomes resident, so residentPages() <= poolPages()
 //   (+ readReserve() while write-back fails, see below).
+// - The page provider (startProvider(), issue 7 item 5): a background thread that keeps
+//   providerTarget() frames free once the pool fills, evicting (and writing back dirty
+//   pages) in batches, so that a miss rarely evicts inline. A miss that finds fewer free
+//   frames than that wakes it; only a miss that finds none evicts itself. Without it (or
+//   before it is started) a miss that finds the pool nearly full evicts a batch itself.
 // - Eviction (evictBatch) follows the paper's five steps: clock over the resident set
 //   marks pages and collects marked ones (dirty ones shared-locked), writes the dirty
 //   ones, locks them all exclusively (skipping any touched meanwhile), releases them
@@ -44,10 +49,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "buffer/counters.hpp"
@@ -157,6 +164,13 @@ class BufferManager {
   Status flushAll();
   uint64_t copyCap() const { return std::max<uint64_t>(64, poolPages_ / 8); }
   uint64_t snapshotCopies() const { return copies_.size(); }
+  // Starts the page provider thread (see the contract); stopProvider() (and the
+  // destructor) stops it. Call after setStore(), before use from many threads.
+  void startProvider();
+  void stopProvider();
+  uint64_t providerTarget() const {
+    return std::min<uint64_t>(poolPages_ / 16, std::max<uint64_t>(2 * kEvictBatch, poolPages_ / 128));
+  }
   // Where pages go from now on (nullptr: the data file in place). Set before use.
   void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
 
@@ -181,7 +195,9 @@ class BufferManager {
   void reserveFrame(bool forRead);
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
-  void evictBatch();                // caller holds evictMutex_
+  void evictBatch(bool byProvider = false);  // caller holds evictMutex_
+  void providerLoop();
+  void wakeProvider();
   uint64_t growByOne();             // a new page id past the end (NoSpace at max_size)
   void initStatesUpTo(uint64_t pid);
   Status writePages(std::span<const uint64_t> pids);  // caller holds evictMutex_
@@ -204,15 +220,23 @@ class BufferManager {
   std::atomic<uint64_t> pageCount_;
   std::atomic<uint64_t> statesReady_{0};  // states below this are initialized
   std::mutex growMutex_;
-  std::atomic<uint64_t> physUsed_{0};
-  ResidentSet resident_;
-  std::mutex evictMutex_;
+  // What every miss writes, each on a cache line of its own, apart from what hits read.
+  alignas(64) std::atomic<uint64_t> physUsed_{0};
+  alignas(64) ResidentSet resident_;  // its clock hand is on a line of its own too
+  alignas(64) std::mutex evictMutex_;
   FreeSpace freeSpace_;
   Counters counters_;
   FileStore fileStore_;
   PageStore* store_;
   std::atomic<bool> writeBackFailing_{false};
   std::atomic<uint32_t> epoch_{0};
+  // The page provider: its thread sleeps on providerWake_ while enough frames are free.
+  std::thread provider_;
+  std::mutex providerMutex_;
+  std::condition_variable providerWake_;
+  bool providerStop_ = false;                 // under providerMutex_
+  std::atomic<bool> providerOn_{false};       // the thread runs (read by every miss)
+  alignas(64) std::atomic<bool> providerSleeping_{false};
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   SnapshotCopies copies_;
 };

@@ -11,7 +11,17 @@
 
 namespace vmstore::internal {
 
-enum class Counter : int { kHits, kMisses, kEvictions, kPagesWritten, kRestarts, kReleaseCalls, kCount };
+// kProviderEvictions: the part of kEvictions the page provider did (the rest was inline).
+enum class Counter : int {
+  kHits,
+  kMisses,
+  kEvictions,
+  kPagesWritten,
+  kRestarts,
+  kReleaseCalls,
+  kProviderEvictions,
+  kCount
+};
 
 class Counters {
  public:

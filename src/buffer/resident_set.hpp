@@ -46,7 +46,7 @@ class ResidentSet {
 
   std::unique_ptr<std::atomic<uint64_t>[]> slots_;
   uint64_t mask_;
-  std::atomic<uint64_t> hand_{0};
+  alignas(64) std::atomic<uint64_t> hand_{0};  // written by every eviction scan
 };
 
 }  // namespace vmstore::internal

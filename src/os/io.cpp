@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "task/scheduler.hpp"
+
 namespace vmstore::internal {
 
 int Io::open(const std::string& path, int flags, mode_t mode) { return ::open(path.c_str(), flags, mode); }
@@ -54,5 +56,17 @@ std::atomic<Io*> current{&posixIo};
 Io& io() { return *current.load(std::memory_order_acquire); }
 
 Io* setIo(Io* backend) { return current.exchange(backend ? backend : &posixIo, std::memory_order_acq_rel); }
+
+int syncDataInTask(int fd, const std::string& path) {
+  task::Scheduler* s = task::Scheduler::current();
+  if (s != nullptr && s->hasRing() && io().usesKernelOnly()) {
+    int r;
+    do {
+      r = s->fdatasync(fd);
+    } while (r == -EINTR);
+    return r < 0 ? -r : 0;
+  }
+  return io().fdatasync(fd, path) == 0 ? 0 : errno;
+}
 
 }  // namespace vmstore::internal

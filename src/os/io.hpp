@@ -54,6 +54,11 @@ class Io {
 
 Status ioStatus(const std::string& what, int err);
 
+// fdatasync through io(), except inside a task (task/scheduler.hpp) with the POSIX
+// backend: then it goes through the task's io_uring ring and suspends only the task.
+// Only for callers that hold no lock another task could need. 0, or the errno.
+int syncDataInTask(int fd, const std::string& path);
+
 Io& io();
 // Installs `backend` (nullptr: back to POSIX). Returns the previous one.
 Io* setIo(Io* backend);

@@ -113,6 +113,12 @@ struct Scheduler::Impl {
     if (!t->fiber) finish(t);
   }
 
+  // From inside the running task: queues one request prepared by prep(sqe) and
+  // suspends the task until its completion (in running->ioResult). False without a
+  // usable ring (nothing queued).
+  template <class Prep>
+  bool queue(Prep&& prep);
+
   // From inside the running task: back to the scheduler loop.
   void suspend() {
 #ifdef VMSTORE_TSAN_FIBERS
@@ -274,32 +280,56 @@ void Scheduler::waiting() {
   impl_->suspend();
 }
 
+template <class Prep>
+bool Scheduler::Impl::queue(Prep&& prep) {
+#ifdef VMSTORE_HAVE_LIBURING
+  if (!ringUsable()) return false;
+  while (inFlight >= ringEntries) {  // room for one more
+    waited = true;
+    ready.push_back(running);
+    suspend();
+  }
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) {  // the submission queue is full of queued requests: submit them
+    io_uring_submit(&ring);
+    unsubmitted = io_uring_sq_ready(&ring);
+    sqe = io_uring_get_sqe(&ring);
+  }
+  if (sqe == nullptr) return false;
+  Task* t = running;
+  prep(sqe);
+  io_uring_sqe_set_data(sqe, t);
+  unsubmitted++;
+  inFlight++;
+  stats.requests++;
+  if (inFlight > stats.maxInFlight) stats.maxInFlight = inFlight;
+  suspend();  // resumed by the loop once the completion is reaped
+  return true;
+#else
+  (void)prep;
+  return false;
+#endif
+}
+
 ssize_t Scheduler::pread(int fd, void* buf, size_t n, uint64_t off) {
   Impl* impl = impl_.get();
 #ifdef VMSTORE_HAVE_LIBURING
-  if (impl->ringUsable()) {
-    while (impl->inFlight >= impl->ringEntries) waiting();  // room for one more
-    io_uring_sqe* sqe = io_uring_get_sqe(&impl->ring);
-    if (sqe == nullptr) {  // the submission queue is full of queued reads: submit them
-      io_uring_submit(&impl->ring);
-      impl->unsubmitted = io_uring_sq_ready(&impl->ring);
-      sqe = io_uring_get_sqe(&impl->ring);
-    }
-    if (sqe != nullptr) {
-      Impl::Task* t = impl->running;
-      io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(n), off);
-      io_uring_sqe_set_data(sqe, t);
-      impl->unsubmitted++;
-      impl->inFlight++;
-      impl->stats.reads++;
-      if (impl->inFlight > impl->stats.maxInFlight) impl->stats.maxInFlight = impl->inFlight;
-      impl->suspend();  // resumed by the loop once the completion is reaped
-      return t->ioResult;
-    }
+  if (impl->queue([&](io_uring_sqe* sqe) { io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(n), off); })) {
+    return impl->running->ioResult;
   }
 #endif
   ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(off));
   return r < 0 ? -errno : r;
+}
+
+int Scheduler::fdatasync(int fd) {
+  Impl* impl = impl_.get();
+#ifdef VMSTORE_HAVE_LIBURING
+  if (impl->queue([&](io_uring_sqe* sqe) { io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC); })) {
+    return static_cast<int>(impl->running->ioResult);
+  }
+#endif
+  return ::fdatasync(fd) == 0 ? 0 : -errno;
 }
 
 void runEach(size_t n, size_t width, const std::function<void(size_t)>& fn) {

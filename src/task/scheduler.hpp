@@ -16,6 +16,7 @@
 // - pread() (inside a task): queues an io_uring read and suspends the task until it
 //   completes; returns the bytes read or -errno, like the system call. Without
 //   liburing (or when the ring could not be set up) it is a plain blocking pread.
+//   fdatasync() is the same for a data sync of a file.
 // - yield() lets every other ready task run once before the caller goes on; waiting()
 //   is the same for a task that waits for something another task or thread must do
 //   (a page lock): when only waiting tasks are ready, the thread blocks for a read
@@ -41,9 +42,9 @@ namespace vmstore::internal::task {
 struct SchedulerStats {
   uint64_t tasks = 0;        // tasks run to completion
   uint64_t switches = 0;     // task resumptions
-  uint64_t reads = 0;        // reads submitted through the ring
-  uint64_t submits = 0;      // io_uring_enter calls that submitted reads
-  uint64_t maxInFlight = 0;  // most reads in flight at once
+  uint64_t requests = 0;     // reads and syncs queued on the ring
+  uint64_t submits = 0;      // io_uring_enter calls that submitted them
+  uint64_t maxInFlight = 0;  // most requests in flight at once
 };
 
 class Scheduler {
@@ -63,6 +64,8 @@ class Scheduler {
   void yield();
   void waiting();
   ssize_t pread(int fd, void* buf, size_t n, uint64_t off);
+  // Inside a task: fdatasync(fd) through the ring, suspending the task; 0 or -errno.
+  int fdatasync(int fd);
   bool hasRing() const;
   const SchedulerStats& stats() const;
 

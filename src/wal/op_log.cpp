@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "task/scheduler.hpp"
 #include "os/io.hpp"
 
 namespace vmstore::internal {
@@ -238,7 +239,13 @@ Status OpLog::waitDurable(uint64_t lsn) {
     if (durable_.load(std::memory_order_acquire) >= lsn) break;
     bool idle = false;
     if (!flushing_.compare_exchange_strong(idle, true, std::memory_order_acq_rel)) {
-      flushEvents_.wait(events, std::memory_order_acquire);  // a flush is running
+      // A flush is running. Inside a task, the thread's other tasks run meanwhile (the
+      // flusher may be one of them).
+      if (task::Scheduler* s = task::Scheduler::current()) {
+        while (flushEvents_.load(std::memory_order_acquire) == events) s->waiting();
+      } else {
+        flushEvents_.wait(events, std::memory_order_acquire);
+      }
       continue;
     }
     // This thread flushes, for everyone: everything appended so far (the file before
@@ -260,8 +267,10 @@ Status OpLog::waitDurable(uint64_t lsn) {
     for (int i = 0; i < 2; i++) {
       bool needed = i == 0 ? durable_.load(std::memory_order_acquire) < cutLsn : target > cutLsn;
       if (!needed || fds[i] < 0) continue;
-      if (io().fdatasync(fds[i], segs[i]->path) != 0) {
-        st = ioStatus("cannot sync log " + segs[i]->path, errno);
+      // No lock is held here: inside a task the sync suspends only the task.
+      int err = syncDataInTask(fds[i], segs[i]->path);
+      if (err != 0) {
+        st = ioStatus("cannot sync log " + segs[i]->path, err);
         break;
       }
     }

@@ -219,6 +219,46 @@ TEST(BufferManager, HardBudgetWhileAllocating) {
   EXPECT_EQ(listed, bm.residentPages());
 }
 
+// The page provider evicts ahead of need: dirty pages are written back and the budget
+// holds while two threads allocate and read back far more pages than the pool holds.
+TEST(BufferManager, PageProviderEvictsAheadAndKeepsTheBudget) {
+  const uint64_t pool = 1024;
+  const size_t n = vmsunit::scaled<size_t>(8000, 3000);
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  bm.startProvider();
+  std::vector<std::vector<uint64_t>> pids(2);
+  std::atomic<uint64_t> overBudget{0};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; t++) {
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < n / 2; i++) {
+        Page* p = bm.allocPage(PageKind::kValue);
+        uint64_t pid = p->header.pid;
+        stamp(p, pid);
+        bm.unfixX(pid);
+        pids[t].push_back(pid);
+        if (bm.residentPages() > bm.poolPages()) overBudget++;
+      }
+      for (uint64_t pid : pids[t]) {
+        Page* p = bm.fixS(pid);
+        if (!checkStamp(p, pid).empty()) bad++;
+        bm.unfixS(pid);
+        if (bm.residentPages() > bm.poolPages()) overBudget++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(overBudget.load(), 0u);
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(counter(bm, Counter::kProviderEvictions), 0u) << "the provider never evicted";
+  EXPECT_LE(counter(bm, Counter::kProviderEvictions), counter(bm, Counter::kEvictions));
+  EXPECT_GT(counter(bm, Counter::kPagesWritten), 0u);
+  bm.stopProvider();
+  bm.stopProvider();  // harmless twice
+}
+
 TEST(BufferManager, HardBudgetUnderConcurrentAccess) {
   const uint64_t pool = 256;
   const size_t n = vmsunit::scaled<size_t>(1000, 500);

@@ -88,7 +88,7 @@ TEST(Scheduler, ReadsAreInFlightTogetherAndReturnTheirBytes) {
     EXPECT_EQ(bufs.page(p)[100], 'a' + p % 26);
   }
   if (s.hasRing()) {
-    EXPECT_EQ(s.stats().reads, static_cast<uint64_t>(pages));
+    EXPECT_EQ(s.stats().requests, static_cast<uint64_t>(pages));
     EXPECT_GT(s.stats().maxInFlight, 1u);   // several reads were queued before one submission
     EXPECT_LE(s.stats().maxInFlight, 16u);  // never more than the ring holds
     EXPECT_LT(s.stats().submits, static_cast<uint64_t>(pages));
@@ -102,6 +102,25 @@ TEST(Scheduler, AFailedReadReturnsMinusErrno) {
   s.spawn([&] { r = Scheduler::current()->pread(-1, buf.data(), 4096, 0); });
   s.run();
   EXPECT_EQ(r, -EBADF);
+}
+
+TEST(Scheduler, DataSyncsGoThroughTheRing) {
+  vmsunit::ScratchDir dir;
+  std::string path = dir.file("synced");
+  int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, "abc", 3, 0), 3);
+  Scheduler s;
+  int good = -1, bad = 0;
+  s.spawn([&] { good = Scheduler::current()->fdatasync(fd); });
+  s.spawn([&] { bad = Scheduler::current()->fdatasync(-1); });
+  s.run();
+  ::close(fd);
+  EXPECT_EQ(good, 0);
+  EXPECT_EQ(bad, -EBADF);
+  if (s.hasRing()) {
+    EXPECT_EQ(s.stats().requests, 2u);
+  }
 }
 
 TEST(Scheduler, AnEscapedExceptionReachesRunAfterEveryTaskFinished) {
@@ -200,7 +219,7 @@ TEST(Scheduler, BufferManagerMissesReadThroughTheRing) {
   s.run();
   for (size_t i = 0; i < pids.size(); i++) EXPECT_EQ(seen[i], 'A' + static_cast<int>(i % 26)) << i;
   if (s.hasRing()) {
-    EXPECT_GE(s.stats().reads, pids.size());
+    EXPECT_GE(s.stats().requests, pids.size());
   }
 }
 
