@@ -49,6 +49,7 @@ struct EngineConfig {
   unsigned threads = 1;     // worker threads that will hold sessions
   Durability durability = Durability::kNone;  // see the contract above
   bool syncIo = false;  // vmstore: config io=sync (misses in tasks block the thread)
+  std::string vmstoreConfig;  // vmstore: more config keys ("page_provider=false,..."), applied last
 };
 
 struct EngineStats {

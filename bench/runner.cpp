@@ -379,6 +379,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   config.threads = opts.threads;
   config.durability = opts.durability;
   config.syncIo = opts.syncIo;
+  config.vmstoreConfig = opts.vmstoreConfig;
   engine->open(config, workload->tables());
   bool open = true;
   // Closes the engine on every path out (an error while it runs included).

@@ -42,6 +42,7 @@ struct RunOptions {
   // per thread as tasks of a vmstore::TaskPool, each suspending on a page miss.
   unsigned inflight = 0;
   bool syncIo = false;  // vmstore config io=sync instead of io=uring
+  std::string vmstoreConfig;  // vmstore: extra config keys (--vmstore-config)
   unsigned batch = 0;   // lookup: keys per Session::getMany call (0: one get per lookup)
   // Workers of the measured phase (their tid is 0 .. workers()-1).
   unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }

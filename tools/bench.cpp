@@ -28,6 +28,7 @@ void printBenchHelp() {
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N]\n"
+      "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
       "                           [--durability=sync|async|none]\n"
       "\n"
@@ -46,7 +47,8 @@ void printBenchHelp() {
       "of a vmstore::TaskPool; a worker that misses on a page suspends while its read is in\n"
       "flight. Default: blocking mode, one worker per thread. --io=sync makes those misses\n"
       "block the thread instead (the baseline; default --io=uring). --batch=N (lookup): N\n"
-      "keys per call of the engine's getMany (vmstore: Tree::getMany).\n"
+      "keys per call of the engine's getMany (vmstore: Tree::getMany). --vmstore-config:\n"
+      "more vmstore config keys for the vmstore engine (e.g. page_provider=false).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -118,7 +120,8 @@ int cmdBench(int argc, char** argv) {
              {"durability", true},
              {"inflight", true},
              {"io", true},
-             {"batch", true}});
+             {"batch", true},
+             {"vmstore-config", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
   opts.workload = argv[2];
@@ -145,6 +148,7 @@ int cmdBench(int argc, char** argv) {
   const uint64_t batch = args.count("batch", 0, 1);
   if (batch > 4096) throw UsageError("--batch: at most 4096");
   opts.batch = static_cast<unsigned>(batch);
+  opts.vmstoreConfig = args.str("vmstore-config", "");
 
   bench::RunnerIo io;
   io.out = &std::cout;

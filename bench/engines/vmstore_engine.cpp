@@ -62,6 +62,8 @@ class VmstoreEngine : public Engine {
     options.create = true;
     options.durability = config.durability;
     options.io = config.syncIo ? IoMode::kSync : IoMode::kUring;
+    Status parsed = Options::parse(config.vmstoreConfig, &options);
+    if (!parsed.ok()) throw std::invalid_argument("--vmstore-config: " + parsed.toString());
     Status s = Database::open(config.dir, options, &db_);
     if (!s.ok()) fail("open", s);
     trees_.clear();

@@ -137,6 +137,9 @@ Status DataFile::readPage(uint64_t pid, void* buf) const {
 Status DataFile::fetchPage(uint64_t pid, void* buf) const {
   task::Scheduler* s = taskReads_ ? task::Scheduler::current() : nullptr;
   if (s == nullptr || !s->hasRing() || !io().usesKernelOnly()) return readPage(pid, buf);
+  // Fault the frame in first: io_uring then issues the read at once, where a frame not
+  // yet mapped makes it hand the read to a kernel worker thread (io-wq).
+  *static_cast<volatile char*>(buf) = 0;
   ssize_t r;
   do {
     r = s->pread(fd_, buf, kPageSize, pid * kPageSize);
