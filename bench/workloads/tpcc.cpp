@@ -5,14 +5,23 @@
 #include <algorithm>
 #include <exception>
 #include <random>
+#include <mutex>
 #include <thread>
+
+#include "task/cooperative.hpp"
 
 namespace vmstore::bench::tpcc {
 
 void LockSet::acquire() {
   std::sort(ids_, ids_ + n_);
   n_ = static_cast<size_t>(std::unique(ids_, ids_ + n_) - ids_);
-  for (size_t i = 0; i < n_; ++i) table_.at(ids_[i]).lock();
+  for (size_t i = 0; i < n_; ++i) {
+    // In task mode (--inflight) a lock may be held by a suspended task of this thread:
+    // wait for it as a task (the others of the thread run), never by blocking the thread.
+    std::unique_lock lock(table_.at(ids_[i]), std::defer_lock);
+    internal::task::acquire(lock);
+    lock.release();
+  }
   held_ = true;
 }
 
