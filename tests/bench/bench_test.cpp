@@ -186,6 +186,75 @@ TEST_P(WorkloadOnEngine, RunsAtTinyScale) {
 INSTANTIATE_TEST_SUITE_P(All, WorkloadOnEngine, testing::ValuesIn(allCases()), caseName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WorkloadOnEngine);
 
+// Every workload in task mode (vmstore only: 8 tasks per thread, a pool much smaller than
+// the data so that tasks suspend on misses), with io=uring and io=sync, checked; and
+// lookup through getMany batches. Other engines refuse task mode.
+class WorkloadInTaskMode : public testing::TestWithParam<std::string> {};
+
+TEST_P(WorkloadInTaskMode, RunsAndChecks) {
+  for (bool syncIo : {false, true}) {
+    SCOPED_TRACE(syncIo ? "io=sync" : "io=uring");
+    const std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/bench_tasks_" + GetParam();
+    std::filesystem::remove_all(dir);
+    RunOptions opts;
+    opts.workload = GetParam();
+    opts.threads = 2;
+    opts.inflight = 8;
+    opts.syncIo = syncIo;
+    opts.data = tinyData(GetParam());
+    opts.pool = 1ull << 20;
+    opts.seconds = 0.5;
+    opts.dir = dir;
+    opts.check = true;
+    std::ostringstream out, log;
+    RunResult result = runBenchmark(opts, RunnerIo{&out, &log, false});
+    EXPECT_GT(result.totalTx, 0u) << log.str();
+    EXPECT_TRUE(result.ok) << log.str();
+    std::map<std::string, std::string> json;
+    ASSERT_TRUE(parseFlatJson(result.json, &json)) << result.json;
+    EXPECT_EQ(json["inflight"], "8");
+    EXPECT_EQ(json["io"], syncIo ? "sync" : "uring");
+    std::filesystem::remove_all(dir);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, WorkloadInTaskMode, testing::ValuesIn(WorkloadRegistry::instance().names()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+TEST(BenchRunner, LookupInGetManyBatchesAndTaskModeOnlyOnVmstore) {
+  const std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/bench_batch";
+  std::filesystem::remove_all(dir);
+  RunOptions opts;
+  opts.workload = "lookup";
+  opts.threads = 1;
+  opts.batch = 64;
+  opts.data = 20000;
+  opts.pool = 1ull << 20;
+  opts.seconds = 0.5;
+  opts.dir = dir;
+  opts.check = true;
+  std::ostringstream out, log;
+  RunResult result = runBenchmark(opts, RunnerIo{&out, &log, false});
+  EXPECT_GT(result.totalTx, 0u) << log.str();
+  EXPECT_TRUE(result.ok) << log.str();
+  EXPECT_GT(result.stats.pageMisses, 0u);
+  std::filesystem::remove_all(dir);
+  for (const std::string& e : engineNames()) {
+    if (e == "vmstore") continue;
+    RunOptions other = opts;
+    other.engine = e;
+    other.batch = 0;
+    other.inflight = 4;
+    EXPECT_THROW(runBenchmark(other, RunnerIo{&out, nullptr, false}), std::invalid_argument) << e;
+  }
+}
+
 TEST(BenchRunner, WorkloadsAndEnginesAreRegistered) {
   for (const char* w : {"lookup", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-d", "ycsb-e", "ycsb-f"}) {
     EXPECT_TRUE(isWorkload(w)) << w;
