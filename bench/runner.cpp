@@ -473,6 +473,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   EngineStats prev = engine->stats();
   const EngineStats atStart = prev;
   uint64_t prevTlb = tlbShootdowns();
+  const uint64_t tlbAtStart = prevTlb;
   uint64_t prevTx = 0;
   const auto start = Clock::now();
   auto prevTime = start;
@@ -545,7 +546,12 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"bytes_read\":" << result.stats.bytesRead
        << ",\"bytes_written\":" << result.stats.bytesWritten
        << ",\"log_bytes\":" << since(result.stats.logBytes, atStart.logBytes)
-       << ",\"log_syncs\":" << since(result.stats.logSyncs, atStart.logSyncs);
+       << ",\"log_syncs\":" << since(result.stats.logSyncs, atStart.logSyncs)
+       // TLB shootdown interrupts (all CPUs, /proc/interrupts) per page evicted in the
+       // measured phase: how well eviction batches its page-table changes.
+       << ",\"tlb_shootdowns_per_eviction\":"
+       << fixed(static_cast<double>(since(prevTlb, tlbAtStart)) /
+                    std::max<uint64_t>(1, since(prev.evictions, atStart.evictions)), 3);
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
   }

@@ -35,6 +35,20 @@ void __tsan_switch_to_fiber(void* fiber, unsigned flags);
 }
 #endif
 
+#if defined(BOOST_USE_UCONTEXT)
+// The ucontext variant of boost.context's fibers (used under AddressSanitizer, whose
+// stack-switch annotations only it has) is header-only except for this one function,
+// which a library built for fcontext (Debian's) does not contain: the activation record
+// of the context running on this thread, the thread's own context to begin with.
+namespace boost::context::detail {
+fiber_activation_record*& fiber_activation_record::current() noexcept {
+  thread_local fiber_activation_record threadContext;
+  thread_local fiber_activation_record* running = &threadContext;
+  return running;
+}
+}  // namespace boost::context::detail
+#endif
+
 namespace vmstore::internal::task {
 
 namespace ctx = boost::context;

@@ -24,6 +24,20 @@ using Op = FaultIo::Op;
 
 std::string value(uint64_t i) { return taggedValue(numKey("k", i), 7, 40 + i % 200); }
 
+vmstore::Tree* fillOutOfMemory(vmstore::Database* db, uint64_t n);
+
+// A fresh database with a 1 MiB pool (durability=none) and its tree "t" of n keys.
+struct OutOfMemoryDb {
+  explicit OutOfMemoryDb(uint64_t keys) : n(keys) {
+    db = openDb(dir, "durability=none,pool_size=1M");
+    if (db) t = fillOutOfMemory(db.get(), n);
+  }
+  std::string dir = freshDir();
+  uint64_t n;
+  std::unique_ptr<vmstore::Database> db;
+  vmstore::Tree* t = nullptr;
+};
+
 // A tree of n keys, pushed out of a 1 MiB pool.
 vmstore::Tree* fillOutOfMemory(vmstore::Database* db, uint64_t n) {
   vmstore::Tree* t = nullptr;
@@ -213,11 +227,11 @@ TEST(TaskMode, ManyOperationsInFlightOutOfMemoryMatchTheModel) {
 }
 
 TEST(TaskMode, GetManyInsideATaskAndWaitFromATask) {
-  std::string dir = freshDir();
-  auto db = openDb(dir, "durability=none,pool_size=1M");
-  ASSERT_TRUE(db);
-  const uint64_t n = scaled<uint64_t>(30000, 10000);
-  vmstore::Tree* t = fillOutOfMemory(db.get(), n);
+  OutOfMemoryDb o(scaled<uint64_t>(30000, 10000));
+  ASSERT_TRUE(o.db);
+  auto& db = o.db;
+  const uint64_t n = o.n;
+  vmstore::Tree* t = o.t;
   std::unique_ptr<vmstore::TaskPool> pool;
   VMS_ASSERT_OK(vmstore::TaskPool::create(1, 8, &pool));
   std::atomic<int> wrong{0};
@@ -263,11 +277,11 @@ TEST(TaskMode, AnExceptionInATaskIsReportedByWait) {
 // and later reads of the same page go on.
 TEST(TaskMode, AFailedReadReachesOnlyTheOperationThatNeededIt) {
   FaultScope faults;
-  std::string dir = freshDir();
-  auto db = openDb(dir, "durability=none,pool_size=1M");
-  ASSERT_TRUE(db);
-  const uint64_t n = scaled<uint64_t>(30000, 10000);
-  vmstore::Tree* t = fillOutOfMemory(db.get(), n);
+  OutOfMemoryDb o(scaled<uint64_t>(30000, 10000));
+  ASSERT_TRUE(o.db);
+  auto& db = o.db;
+  const uint64_t n = o.n;
+  vmstore::Tree* t = o.t;
   std::unique_ptr<vmstore::TaskPool> pool;
   VMS_ASSERT_OK(vmstore::TaskPool::create(1, 16, &pool));
   faults.io().fail({Op::kRead, "", 20, 5, EIO});  // five reads fail, after twenty

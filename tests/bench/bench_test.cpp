@@ -191,21 +191,28 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WorkloadOnEngine);
 // lookup through getMany batches. Other engines refuse task mode.
 class WorkloadInTaskMode : public testing::TestWithParam<std::string> {};
 
+// The settings the small runs below share: a 1 MiB pool (data far larger), half a
+// second, checked afterwards, in dir.
+RunOptions smallCheckedRun(const std::string& workload, const std::string& dir) {
+  RunOptions opts;
+  opts.workload = workload;
+  opts.pool = 1ull << 20;
+  opts.seconds = 0.5;
+  opts.dir = dir;
+  opts.check = true;
+  return opts;
+}
+
 TEST_P(WorkloadInTaskMode, RunsAndChecks) {
   for (bool syncIo : {false, true}) {
     SCOPED_TRACE(syncIo ? "io=sync" : "io=uring");
     const std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/bench_tasks_" + GetParam();
     std::filesystem::remove_all(dir);
-    RunOptions opts;
-    opts.workload = GetParam();
+    RunOptions opts = smallCheckedRun(GetParam(), dir);
     opts.threads = 2;
     opts.inflight = 8;
     opts.syncIo = syncIo;
     opts.data = tinyData(GetParam());
-    opts.pool = 1ull << 20;
-    opts.seconds = 0.5;
-    opts.dir = dir;
-    opts.check = true;
     std::ostringstream out, log;
     RunResult result = runBenchmark(opts, RunnerIo{&out, &log, false});
     EXPECT_GT(result.totalTx, 0u) << log.str();
@@ -230,15 +237,10 @@ INSTANTIATE_TEST_SUITE_P(All, WorkloadInTaskMode, testing::ValuesIn(WorkloadRegi
 TEST(BenchRunner, LookupInGetManyBatchesAndTaskModeOnlyOnVmstore) {
   const std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/bench_batch";
   std::filesystem::remove_all(dir);
-  RunOptions opts;
-  opts.workload = "lookup";
+  RunOptions opts = smallCheckedRun("lookup", dir);
   opts.threads = 1;
   opts.batch = 64;
   opts.data = 20000;
-  opts.pool = 1ull << 20;
-  opts.seconds = 0.5;
-  opts.dir = dir;
-  opts.check = true;
   std::ostringstream out, log;
   RunResult result = runBenchmark(opts, RunnerIo{&out, &log, false});
   EXPECT_GT(result.totalTx, 0u) << log.str();
