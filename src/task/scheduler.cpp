@@ -112,13 +112,9 @@ struct Scheduler::Impl {
     EhGlobals mine = *eh;
     *eh = t->eh;
 #ifdef VMSTORE_TSAN_FIBERS
-    void* self = __tsan_get_current_fiber();
     __tsan_switch_to_fiber(t->tsan, 0);
 #endif
     t->fiber = std::move(t->fiber).resume();
-#ifdef VMSTORE_TSAN_FIBERS
-    (void)self;
-#endif
     t->eh = *eh;
     *eh = mine;
     running = nullptr;
@@ -241,6 +237,8 @@ void Scheduler::spawn(std::function<void()> fn) {
     impl->back = std::move(scheduler);
     try {
       t->fn();
+    } catch (const ctx::detail::forced_unwind&) {
+      throw;  // boost.context unwinding a fiber destroyed before it finished
     } catch (...) {
       if (!impl->escaped) impl->escaped = std::current_exception();
     }
