@@ -35,6 +35,7 @@ BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPag
       resident_(poolPages),
       fileStore_(file),
       store_(&fileStore_) {
+  stateArea_.adviseHugePages();  // every access reads a state: fewer TLB misses on them
   if (pageCount > 0) initStatesUpTo(pageCount - 1);
 }
 

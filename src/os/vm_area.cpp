@@ -48,6 +48,10 @@ VmArea::VmArea(uint64_t pages, size_t guardBytes) : pages_(pages) {
   pidfd_ = openSelfPidfdIfUsable(base_);
 }
 
+void VmArea::adviseHugePages() {
+  if (base_ != nullptr) ::madvise(base_, mappedBytes_, MADV_HUGEPAGE);
+}
+
 VmArea::~VmArea() {
   if (pidfd_ >= 0) close(pidfd_);
   if (base_) munmap(base_, mappedBytes_);

@@ -36,6 +36,9 @@ class VmArea {
   // system calls it took. Throws std::system_error on failure.
   size_t release(std::span<const uint64_t> pids);
   bool batchedRelease() const { return pidfd_ >= 0; }
+  // Asks the kernel to back the area with transparent huge pages where it can (best
+  // effort: ignored where THP is off). For dense metadata such as the page states.
+  void adviseHugePages();
 
  private:
   char* base_ = nullptr;
