@@ -73,29 +73,32 @@ bool WorkerPool::take(std::function<void()>* fn) {
   return true;
 }
 
-void WorkerPool::runner(unsigned* active) {
+void WorkerPool::runner(unsigned* busy) {
+  // One of the thread's `inflight` tasks, for the pool's life: takes work while there is
+  // some; with none, polls again after the thread's other tasks ran while any of them is
+  // busy (suspended in work, so this thread must stay free), else blocks the thread until
+  // work arrives (nothing of this thread is in flight then).
   Scheduler* s = Scheduler::current();
   std::function<void()> fn;
-  while (take(&fn)) {
-    // More work waiting and room for another task: start one, so the worker keeps
-    // `inflight` tasks busy however the work arrived.
-    if (*active < inflight_) {
-      bool more;
-      {
-        std::lock_guard g(mutex_);
-        more = !queue_.empty();
+  for (;;) {
+    if (!take(&fn)) {
+      if (*busy > 0) {
+        s->waiting();
+        continue;
       }
-      if (more) {
-        ++*active;
-        s->spawn([this, active] { runner(active); });
-      }
+      std::unique_lock g(mutex_);
+      work_.wait(g, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing is left
+      continue;
     }
+    ++*busy;
     try {
       fn();
     } catch (...) {
       std::lock_guard g(mutex_);
       if (!failure_) failure_ = std::current_exception();
     }
+    --*busy;
     fn = nullptr;
     bool idle;
     {
@@ -104,22 +107,14 @@ void WorkerPool::runner(unsigned* active) {
     }
     if (idle) idle_.notify_all();
   }
-  --*active;
 }
 
 void WorkerPool::workerLoop() {
   tlsPool = this;
   Scheduler scheduler;
-  for (;;) {
-    {
-      std::unique_lock g(mutex_);
-      work_.wait(g, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing is left
-    }
-    unsigned active = 1;
-    scheduler.spawn([this, &active] { runner(&active); });
-    scheduler.run();  // until the queue is empty and every task has finished
-  }
+  unsigned busy = 0;  // this thread's tasks running a piece of work
+  for (unsigned i = 0; i < inflight_; i++) scheduler.spawn([this, &busy] { runner(&busy); });
+  scheduler.run();  // until the pool stops
 }
 
 }  // namespace vmstore::internal::task

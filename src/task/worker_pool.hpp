@@ -1,7 +1,7 @@
 // WorkerPool: task mode's worker threads. Each runs a Scheduler (task/scheduler.hpp) with
-// up to `inflight` tasks at once, taking work from one shared queue, so that a worker
-// whose task misses on a page goes on with the next piece of work while the read is in
-// flight.
+// `inflight` tasks for the pool's life, taking work from one shared queue, so that a
+// worker whose task misses on a page goes on with the next piece of work while the read
+// is in flight. A thread with no work in any of its tasks sleeps until work arrives.
 //
 // Contract
 // - submit(fn) queues fn; some worker runs it as a task (in submission order of taking,
@@ -40,7 +40,7 @@ class WorkerPool {
 
  private:
   void workerLoop();
-  void runner(unsigned* active);  // one task: takes work until the queue is empty
+  void runner(unsigned* busy);  // one of a thread's tasks: takes work until the pool stops
   bool take(std::function<void()>* fn);
 
   const unsigned inflight_;
