@@ -6,14 +6,17 @@
 // it; and the C task API with bad input.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../e2e/test_util.hpp"
 #include "os/fault_io.hpp"
+#include "task/cooperative.hpp"
 #include "vmstore.h"
 
 namespace {
@@ -315,6 +318,22 @@ TEST(TaskMode, AFailedReadReachesOnlyTheOperationThatNeededIt) {
   }
   expectCheckOk(db.get());
   VMS_EXPECT_OK(db->close());
+}
+
+// Work submitted while every task of the pool that runs is busy (suspended, waiting)
+// is still taken by one of the pool's other tasks: here the first task can only finish
+// once the second, submitted later, has run.
+TEST(TaskMode, WorkSubmittedWhileTheOthersWaitIsTaken) {
+  std::unique_ptr<vmstore::TaskPool> pool;
+  VMS_ASSERT_OK(vmstore::TaskPool::create(1, 4, &pool));
+  std::atomic<bool> flag{false};
+  pool->submit([&] {
+    while (!flag.load()) vmstore::internal::task::pause();  // waits as a task
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first is waiting now
+  pool->submit([&] { flag.store(true); });
+  VMS_EXPECT_OK(pool->wait());
+  EXPECT_TRUE(flag.load());
 }
 
 void bump(void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }
