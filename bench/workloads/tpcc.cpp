@@ -18,9 +18,7 @@ void LockSet::acquire() {
   for (size_t i = 0; i < n_; ++i) {
     // In task mode (--inflight) a lock may be held by a suspended task of this thread:
     // wait for it as a task (the others of the thread run), never by blocking the thread.
-    std::unique_lock lock(table_.at(ids_[i]), std::defer_lock);
-    internal::task::acquire(lock);
-    lock.release();
+    internal::task::lock(table_.at(ids_[i])).release();
   }
   held_ = true;
 }

@@ -324,8 +324,7 @@ void DatabaseImpl::poison(const Status& why, const char* after) {
 }
 
 Status DatabaseImpl::checkpoint() {
-  std::unique_lock cg(checkpointMutex_, std::defer_lock);
-  task::acquire(cg);
+  auto cg = task::lock(checkpointMutex_);
   Status st = notPoisoned();
   if (st.ok() && pending_) st = finishLocked();
   if (st.ok()) st = cutLocked();
@@ -334,8 +333,7 @@ Status DatabaseImpl::checkpoint() {
 }
 
 Status DatabaseImpl::cutLocked() {
-  std::unique_lock gate(writeGate_, std::defer_lock);
-  task::acquire(gate);
+  auto gate = task::lock(writeGate_);
   if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
   return guarded([&] {
     Snapshot snap;
@@ -403,8 +401,7 @@ Status DatabaseImpl::finishLocked() {
 }
 
 Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
-  std::unique_lock cg(checkpointMutex_, std::defer_lock);
-  task::acquire(cg);
+  auto cg = task::lock(checkpointMutex_);
   if (log_.room(recordBytes)) return Status::OK();  // another writer cut meanwhile
   Status st = notPoisoned();
   if (st.ok() && pending_) st = finishLocked();
@@ -513,8 +510,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   }
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  std::unique_lock g(treesMutex_, std::defer_lock);
-  task::acquire(g);
+  auto g = task::lock(treesMutex_);
   auto it = trees_.find(name);
   if (it != trees_.end()) {
     *tree = &it->second->handle;
@@ -548,8 +544,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
-  std::unique_lock g(treesMutex_, std::defer_lock);
-  task::acquire(g);
+  auto g = task::lock(treesMutex_);
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none
   // is logged after the drop. A drop only frees pages: allowed on a full device.
@@ -623,10 +618,8 @@ Stats DatabaseImpl::stats() {
 Status DatabaseImpl::check(std::vector<std::string>* problems) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  std::unique_lock cg(checkpointMutex_, std::defer_lock);
-  task::acquire(cg);
-  std::unique_lock gate(writeGate_, std::defer_lock);
-  task::acquire(gate);
+  auto cg = task::lock(checkpointMutex_);
+  auto gate = task::lock(writeGate_);
   return guarded([&] {
     std::vector<uint64_t> used;
     catalog_->verify(problems, &used);
@@ -717,8 +710,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     markChanged();
     std::unique_lock<std::mutex> key;
     if (keyLock.tree != nullptr && size != 0) {
-      key = std::unique_lock(keyLocks_.of(keyLock.tree, keyLock.key), std::defer_lock);
-      task::acquire(key);
+      key = task::lock(keyLocks_.of(keyLock.tree, keyLock.key));
     }
     st = guarded(change);
     if (size != 0) {

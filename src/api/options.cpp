@@ -77,17 +77,13 @@ Status Options::parse(std::string_view config, Options* out) {
         return Status::InvalidArgument("config " + std::string(key) + " must be at most 64T");
       }
       (key == "pool_size" ? o.pool_size : o.max_size) = size;
-    } else if (key == "create") {
-      if (!parseBool(value, &o.create)) {
-        return Status::InvalidArgument("config create='" + std::string(value) + "' is not true or false");
-      }
-    } else if (key == "direct_io") {
-      if (!parseBool(value, &o.direct_io)) {
-        return Status::InvalidArgument("config direct_io='" + std::string(value) + "' is not true or false");
-      }
-    } else if (key == "page_provider") {
-      if (!parseBool(value, &o.page_provider)) {
-        return Status::InvalidArgument("config page_provider='" + std::string(value) + "' is not true or false");
+    } else if (bool* flag = key == "create"          ? &o.create
+                            : key == "direct_io"     ? &o.direct_io
+                            : key == "page_provider" ? &o.page_provider
+                                                     : nullptr) {
+      if (!parseBool(value, flag)) {
+        return Status::InvalidArgument("config " + std::string(key) + "='" + std::string(value) +
+                                       "' is not true or false");
       }
     } else if (key == "io") {
       if (value == "uring") {

@@ -239,8 +239,7 @@ void BufferManager::reserveFrame(bool forRead) {
       continue;
     }
     try {
-      std::unique_lock g(evictMutex_, std::defer_lock);
-      task::acquire(g);  // inside a task, the thread's other tasks run while another evicts
+      auto g = task::lock(evictMutex_);  // inside a task, the thread's other tasks run while another evicts
       if (physUsed_.load(std::memory_order_relaxed) >= poolPages_) evictBatch();
     } catch (const StorageError&) {
       // Nothing could be evicted: the dirty pages cannot be written (full device, I/O

@@ -113,25 +113,25 @@ Status DataFile::open(const std::string& path, bool create, bool direct) {
   return Status::OK();
 }
 
-Status DataFile::readPage(uint64_t pid, void* buf) const {
-  char* out = static_cast<char*>(buf);
-  size_t done = 0;
-  for (;;) {
-    // Always the whole page from its start: O_DIRECT needs aligned offsets.
-    ssize_t r = io().pread(fd_, path_, out, kPageSize, pid * kPageSize);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ioStatus("read of page " + std::to_string(pid), errno);
-    }
-    done = static_cast<size_t>(r);
-    break;
-  }
+Status DataFile::pageRead(uint64_t pid, void* buf, ssize_t r) const {
+  if (r < 0) return ioStatus("read of page " + std::to_string(pid), static_cast<int>(-r));
+  size_t done = static_cast<size_t>(r);
   if (done < kPageSize) {
     // A regular file reads short only at its end: the rest of the page was never
     // written (or the file was truncated). Zeros make the checksum check fail.
-    std::memset(out + done, 0, kPageSize - done);
+    std::memset(static_cast<char*>(buf) + done, 0, kPageSize - done);
   }
   return Status::OK();
+}
+
+Status DataFile::readPage(uint64_t pid, void* buf) const {
+  ssize_t r;
+  do {
+    // Always the whole page from its start: O_DIRECT needs aligned offsets.
+    r = io().pread(fd_, path_, buf, kPageSize, pid * kPageSize);
+    if (r < 0) r = -errno;
+  } while (r == -EINTR);
+  return pageRead(pid, buf, r);
 }
 
 Status DataFile::fetchPage(uint64_t pid, void* buf) const {
@@ -144,11 +144,7 @@ Status DataFile::fetchPage(uint64_t pid, void* buf) const {
   do {
     r = s->pread(fd_, buf, kPageSize, pid * kPageSize);
   } while (r == -EINTR || r == -EAGAIN);
-  if (r < 0) return ioStatus("read of page " + std::to_string(pid), static_cast<int>(-r));
-  if (static_cast<size_t>(r) < kPageSize) {
-    std::memset(static_cast<char*>(buf) + r, 0, kPageSize - static_cast<size_t>(r));  // see readPage
-  }
-  return Status::OK();
+  return pageRead(pid, buf, r);
 }
 
 Status DataFile::readPages(uint64_t first, size_t n, void* buf) const {

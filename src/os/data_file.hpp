@@ -83,6 +83,9 @@ class DataFile {
 
  private:
   struct Ring;
+  // The outcome of reading page pid into buf (r: bytes read, or -errno): a short read
+  // leaves zeros in the rest of the page.
+  Status pageRead(uint64_t pid, void* buf, ssize_t r) const;
   int fd_ = -1;
   bool direct_ = false;
   bool taskReads_ = false;

@@ -6,10 +6,12 @@
 // - acquire(lock): lock a std::unique_lock / std::shared_lock (constructed with
 //   std::defer_lock). Outside a task: lock(). Inside a task: try_lock() until it
 //   succeeds, letting the thread's other tasks run between tries.
+// - lock(mutex): acquire() of a std::unique_lock of mutex, returned held.
 // - pause(): inside a task, lets the thread's other tasks run once; outside, yields the
 //   CPU (std::this_thread::yield).
 #pragma once
 
+#include <mutex>
 #include <thread>
 
 #include "task/scheduler.hpp"
@@ -24,6 +26,13 @@ void acquire(Lock& lock) {
     return;
   }
   while (!lock.try_lock()) s->waiting();
+}
+
+template <class Mutex>
+std::unique_lock<Mutex> lock(Mutex& mutex) {
+  std::unique_lock<Mutex> held(mutex, std::defer_lock);
+  acquire(held);
+  return held;
 }
 
 inline void pause() {

@@ -129,6 +129,14 @@ struct Scheduler::Impl {
   template <class Prep>
   bool queue(Prep&& prep);
 
+  // From inside the running task: it waits for something another task or thread must
+  // do; it runs again after the other ready tasks.
+  void wait() {
+    waited = true;
+    ready.push_back(running);
+    suspend();
+  }
+
   // From inside the running task: back to the scheduler loop.
   void suspend() {
 #ifdef VMSTORE_TSAN_FIBERS
@@ -286,21 +294,13 @@ void Scheduler::yield() {
   impl_->suspend();
 }
 
-void Scheduler::waiting() {
-  impl_->waited = true;
-  impl_->ready.push_back(impl_->running);
-  impl_->suspend();
-}
+void Scheduler::waiting() { impl_->wait(); }
 
 template <class Prep>
 bool Scheduler::Impl::queue(Prep&& prep) {
 #ifdef VMSTORE_HAVE_LIBURING
   if (!ringUsable()) return false;
-  while (inFlight >= ringEntries) {  // room for one more
-    waited = true;
-    ready.push_back(running);
-    suspend();
-  }
+  while (inFlight >= ringEntries) wait();  // room for one more
   io_uring_sqe* sqe = io_uring_get_sqe(&ring);
   if (sqe == nullptr) {  // the submission queue is full of queued requests: submit them
     io_uring_submit(&ring);

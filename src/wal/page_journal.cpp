@@ -88,8 +88,7 @@ Status PageJournal::scan(File& f, uint32_t epoch, bool* committed, bool* any, Pa
   if (commit == ~0ull) return Status::OK();
   std::unique_lock g(f.indexMutex);
   f.epoch = epoch;
-  f.index.clear();
-  f.generation.fetch_add(1, std::memory_order_release);
+  emptyIndex(f);
   for (auto& [pid, slot] : frames) f.index[pid] = slot;
   f.indexed.store(f.index.size(), std::memory_order_release);
   f.commitSlot = commit;
@@ -136,9 +135,7 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
   s = scan(next, epoch + 1, &committed, &any, buf.get());
   if (!s.ok()) return s;
   if (any) return truncate(next);
-  next.index.clear();
-  next.generation.fetch_add(1, std::memory_order_release);
-  next.indexed.store(0, std::memory_order_release);
+  emptyIndex(next);
   next.slots.store(0, std::memory_order_release);
   return Status::OK();
 }
@@ -313,18 +310,14 @@ Status PageJournal::backfillLocked(File& f) {
   // Recycle the file: interval epoch + 2 overwrites it from slot 0. What remains of
   // this interval's frames has an older epoch, which recovery never accepts.
   std::unique_lock ig(f.indexMutex);
-  f.index.clear();
-  f.generation.fetch_add(1, std::memory_order_release);
-  f.indexed.store(0, std::memory_order_release);
+  emptyIndex(f);
   f.slots.store(0, std::memory_order_release);
   return Status::OK();
 }
 
 Status PageJournal::truncate(File& f) {
   std::unique_lock ig(f.indexMutex);
-  f.index.clear();
-  f.generation.fetch_add(1, std::memory_order_release);
-  f.indexed.store(0, std::memory_order_release);
+  emptyIndex(f);
   Status s = f.file.truncate(0);
   if (s.ok()) s = f.file.sync();
   if (!s.ok()) {

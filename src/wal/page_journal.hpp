@@ -100,6 +100,13 @@ class PageJournal : public PageStore {
     std::atomic<uint64_t> generation{0};    // +1 whenever the index is emptied (slots reused)
   };
   File& fileOf(uint32_t epoch) { return files_[epoch % 2]; }
+  // Forgets every frame of f (indexMutex held exclusively, or no reader yet): a new
+  // generation, so a read that looked its slot up before goes back (readPage).
+  static void emptyIndex(File& f) {
+    f.index.clear();
+    f.generation.fetch_add(1, std::memory_order_release);
+    f.indexed.store(0, std::memory_order_release);
+  }
   Status appendTo(File& f, std::span<const PageWrite> writes);  // f.appendMutex held
   // Scans f from slot 0 for frames of epoch: *any tells whether one exists; a commit
   // found fills f's index and *superblock and returns true.
