@@ -255,6 +255,8 @@ TEST(CApiOpen, BadConfigIsEinvalAndCreatesNothing) {
       "durability=fast",   "durability=",           "durability=SYNC",      "sync_interval=0",
       "sync_interval=60001", "sync_interval=10ms",  "sync_interval=1K",     "log_size=512K",
       "log_size=65G",      "log_size=big",          "direct_io=sometimes",  "direct_io=",
+      "io=async",          "io=",                   "io=URING",             "page_provider=on",
+      "page_provider=",
   };
   int i = 0;
   for (const char* config : bad) {
@@ -296,7 +298,9 @@ TEST(CApiOpen, GoodConfigs) {
                         "durability=sync",
                         "durability=async,sync_interval=1",
                         "durability=none,direct_io=false",
-                        "log_size=1M,sync_interval=60000,direct_io=true"};
+                        "log_size=1M,sync_interval=60000,direct_io=true",
+                        "io=sync,page_provider=false",
+                        "io=uring,page_provider=true"};
   int i = 0;
   for (const char* config : good) {
     SCOPED_TRACE(config == nullptr ? "(NULL)" : config);
