@@ -255,7 +255,7 @@ TEST(CApiOpen, BadConfigIsEinvalAndCreatesNothing) {
       "durability=fast",   "durability=",           "durability=SYNC",      "sync_interval=0",
       "sync_interval=60001", "sync_interval=10ms",  "sync_interval=1K",     "log_size=512K",
       "log_size=65G",      "log_size=big",          "direct_io=sometimes",  "direct_io=",
-      "io=async",          "io=",                   "io=URING",             "page_provider=on",
+      "io=async",          "io=",                   "io=URING",             "page_provider=maybe",
       "page_provider=",
   };
   int i = 0;
