@@ -14,7 +14,9 @@ Reads every *.csv in RESULTS_DIR (not recursively) and recognises it by its head
 Lines that are not CSV rows of the header (e.g. the JSON line when stdout was saved) are
 skipped. Writes into RESULTS_DIR/plots/:
   throughput-CASE.png   transactions per second over time, one line per engine
-  engines.png           mean transactions per second per case, engines side by side
+  engines.png           mean transactions per second per case, engines side by side; a
+                        case whose summary.csv rows say memory_bound "cgroup" shows its
+                        limit, "unbounded" ones are hatched and titled UNBOUNDED
   page-access.png       the Table 2 ladder: ns per access, both working sets
   vm-alloc.png          page operations per second and TLB shootdowns per operation vs threads
   read-io.png           IOPS vs threads (pread) and vs queue depth (io_uring)
@@ -160,12 +162,20 @@ def plot_runs(plt, runs, summary, outdir, written):
         plt.close(fig)
 
     # Mean tx/s per case and engine: summary.csv when there is one, else the per-second rows.
-    means = {}
+    # A case run in a memory cgroup says its limit; an unbounded one (memory_bound
+    # "unbounded": the kernel page cache was not limited) is hatched and titled so.
+    means, bounds = {}, {}
     for row in summary:
+        case = row.get("case") or row.get("workload")
+        bound = row.get("memory_bound", "n/a")
+        if case and bound == "cgroup":
+            limit = to_float(row.get("memory_limit"))
+            bounds[case] = "memory cgroup %.0f MiB" % (limit / 1048576.0) if limit else "memory cgroup"
+        elif case and bound == "unbounded":
+            bounds[case] = "UNBOUNDED: page cache not limited"
         if row.get("status", "ok") != "ok":
             continue
         v = to_float(row.get("tx_per_s"))
-        case = row.get("case") or row.get("workload")
         if v is not None and case and row.get("engine"):
             means.setdefault(case, {})[row["engine"]] = v
     for case, engines in runs.items():
@@ -181,11 +191,13 @@ def plot_runs(plt, runs, summary, outdir, written):
     for ax, case in zip(axes[0], cases):
         engines = sorted(means[case])
         vals = [means[case][e] for e in engines]
-        bars = ax.bar(engines, vals, color=[color[e] for e in engines])
+        unbounded = bounds.get(case, "").startswith("UNBOUNDED")
+        bars = ax.bar(engines, vals, color=[color[e] for e in engines],
+                      hatch="//" if unbounded else None, alpha=0.6 if unbounded else 1.0)
         for b, v in zip(bars, vals):
             ax.annotate("{:,.0f}".format(v), (b.get_x() + b.get_width() / 2, v),
                         ha="center", va="bottom", fontsize=8)
-        ax.set_title(case)
+        ax.set_title(case + ("\n(%s)" % bounds[case] if case in bounds else ""), fontsize=10)
         ax.set_ylabel("mean transactions / s")
         ax.tick_params(axis="x", rotation=30)
         ax.grid(axis="y", alpha=0.3)

@@ -1,0 +1,126 @@
+// One suite run in a child process, optionally in a memory cgroup: see bench_isolated.hpp.
+#include "bench_isolated.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "child_run.hpp"
+#include "memory_cgroup.hpp"
+
+namespace vmstore::cli {
+
+namespace {
+
+std::string selfExecutable() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  buf[n] = '\0';
+  return buf;
+}
+
+// The number after "key": in a flat JSON object; false when absent.
+bool jsonNumber(const std::string& json, const std::string& key, double* out) {
+  const std::string needle = "\"" + key + "\":";
+  size_t at = json.find(needle);
+  if (at == std::string::npos) return false;
+  const char* start = json.c_str() + at + needle.size();
+  char* end = nullptr;
+  double v = std::strtod(start, &end);
+  if (end == start) return false;
+  *out = v;
+  return true;
+}
+
+std::string lastLines(const std::string& path, size_t count) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    // The loading progress redraws itself with \r: keep what the line shows last.
+    size_t cr = line.rfind('\r');
+    if (cr != std::string::npos) line = line.substr(cr + 1);
+    lines.push_back(line);
+    if (lines.size() > count) lines.pop_front();
+  }
+  std::string out;
+  for (const std::string& l : lines) out += "\n    " + l;
+  return out;
+}
+
+std::string fmtSeconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+}  // namespace
+
+IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* cgroup,
+                           const std::string& logPath) {
+  IsolatedResult r;
+  const std::string exe = selfExecutable();
+  if (exe.empty()) {
+    r.error = "cannot find this executable (/proc/self/exe) to run the benchmark in a child";
+    return r;
+  }
+  std::vector<std::string> argv = {exe,
+                                   "bench",
+                                   opts.workload,
+                                   "--engine=" + opts.engine,
+                                   "--threads=" + std::to_string(opts.threads),
+                                   "--data=" + std::to_string(opts.data),
+                                   "--pool=" + std::to_string(opts.pool),
+                                   "--seconds=" + fmtSeconds(opts.seconds),
+                                   std::string("--durability=") + bench::durabilityName(opts.durability)};
+  if (!opts.csv.empty()) argv.push_back("--csv=" + opts.csv);
+  std::string why;
+  bench::ChildResult child = bench::runChild(argv, logPath, cgroup, &why);
+  if (!child.started) {
+    r.placed = cgroup == nullptr;  // with a cgroup: it could not be joined (or not forked)
+    r.error = why;
+    return r;
+  }
+  r.peakBytes = child.peakBytes;
+  if (child.exitCode != 0) {
+    std::ostringstream msg;
+    if (child.termSignal != 0) {
+      msg << "killed by signal " << child.termSignal << " (" << strsignal(child.termSignal) << ")";
+    } else {
+      msg << "exited with status " << child.exitCode;
+    }
+    if (child.oomKills > 0) {
+      msg << "; the memory cgroup's limit (" << cgroup->limitBytes() / (1024 * 1024)
+          << " MiB) killed it: out of memory";
+    }
+    if (child.exitCode == 130) msg << " (interrupted)";
+    msg << "; its log " << logPath << " ends:" << lastLines(logPath, 4);
+    r.error = msg.str();
+    return r;
+  }
+  // The JSON line is the last line of stdout.
+  std::istringstream lines(child.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] == '{') r.json = line;
+  }
+  if (r.json.empty() || !jsonNumber(r.json, "tx_per_s", &r.txPerSec)) {
+    r.error = "the child printed no result line (its log: " + logPath + ")";
+    return r;
+  }
+  jsonNumber(r.json, "load_s", &r.loadSeconds);
+  jsonNumber(r.json, "seconds", &r.measuredSeconds);
+  r.ok = true;
+  return r;
+}
+
+}  // namespace vmstore::cli

@@ -1,0 +1,40 @@
+// One benchmark run of `vmstore bench suite` in a process of its own: `vmstore bench
+// WORKLOAD ...` executed as a child (this same executable), optionally inside a memory
+// cgroup (bench/memory_cgroup.hpp), so that its memory, page cache included, is bounded.
+//
+// Contract
+// - runIsolated(opts, cgroup, logPath) runs the workload opts.workload on opts.engine with
+//   opts' threads, data, pool, seconds, durability and csv, in a fresh child process whose
+//   stderr goes to logPath. With a cgroup the child joins it before it does any work.
+// - Returns the child's figures from its JSON line (tx/s, load and measured seconds, the
+//   line itself) and, with a cgroup, its peak memory; or ok false with `error` saying what
+//   went wrong (exit status, a kill by the cgroup's out-of-memory killer, the log's last
+//   lines). When the child cannot be placed in the cgroup it is not run: placed is false.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runner.hpp"
+
+namespace vmstore::bench {
+class MemoryCgroup;
+}
+
+namespace vmstore::cli {
+
+struct IsolatedResult {
+  bool ok = false;
+  bool placed = true;  // false: the child could not join the cgroup and did not run
+  std::string error;
+  std::string json;  // the child's JSON line
+  double txPerSec = 0;
+  double loadSeconds = 0;
+  double measuredSeconds = 0;
+  uint64_t peakBytes = 0;  // with a cgroup: its highest charge (memory.max_usage / peak)
+};
+
+IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* cgroup,
+                           const std::string& logPath);
+
+}  // namespace vmstore::cli
