@@ -95,6 +95,8 @@ const char* vms_last_error(void);
  *                    tasks meanwhile; sync blocks the thread (default uring)
  *   page_provider=BOOL  a background thread evicts ahead of need once the pool is
  *                    full, so reads rarely evict inline (default true)
+ *   read_ahead=N     scans and iterators that go on from leaf to leaf read up to N
+ *                    leaves ahead of them together (0..256 pages, default 32; 0: off)
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
  * superblock, an existing but empty file): VMS_ECORRUPT. The address space for

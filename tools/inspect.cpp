@@ -64,6 +64,7 @@ int cmdStats(int argc, char** argv) {
   line("pages_written", st.pages_written);
   line("restarts", st.restarts);
   line("release_calls", st.release_calls);
+  line("read_ahead_pages", st.read_ahead_pages);
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);
   line("log_file_size", humanBytes(st.log_file_bytes));

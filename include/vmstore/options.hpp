@@ -19,6 +19,9 @@ inline constexpr uint64_t kDefaultMaxSize = 64ull << 30;
 inline constexpr uint64_t kDefaultMaxSize = 1ull << 40;
 #endif
 
+// The largest read_ahead (pages a scan reads ahead at once).
+inline constexpr uint32_t kMaxReadAhead = 256;
+
 // What an acknowledged write survives (see README, "Durability").
 enum class Durability {
   // put, delete and write return once their log record is on stable storage; concurrent
@@ -75,6 +78,11 @@ struct Options {
   // misses evicts. It does nothing while the data fits the pool. Config
   // page_provider=true|false. Default true.
   bool page_provider = true;
+  // Scans and iterators that go on from leaf to leaf read the leaves ahead of them
+  // together, up to this many pages at once (the window starts at 4 on the second leaf
+  // and doubles with each leaf). 0: no read-ahead. Config read_ahead=N, 0 .. 256.
+  // Default 32.
+  uint32_t read_ahead = 32;
 
   static Status parse(std::string_view config, Options* out);
 };

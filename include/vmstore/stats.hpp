@@ -16,6 +16,7 @@ struct Stats {
   uint64_t pages_written = 0;  // pages written to storage (eviction, sync, close)
   uint64_t restarts = 0;       // optimistic operations that failed validation and retried
   uint64_t release_calls = 0;  // system calls that removed pages from the page table
+  uint64_t read_ahead_pages = 0;  // of the misses, pages scans read ahead of need
   // State now.
   uint64_t pool_pages = 0;      // budget of the pool, in 4 KiB pages
   uint64_t resident_pages = 0;  // pages in memory now (never above pool_pages)

@@ -677,6 +677,7 @@ class DbCore {
     d["pages_written"] = s.pages_written;
     d["restarts"] = s.restarts;
     d["release_calls"] = s.release_calls;
+    d["read_ahead_pages"] = s.read_ahead_pages;
     d["pool_pages"] = s.pool_pages;
     d["resident_pages"] = s.resident_pages;
     d["page_count"] = s.page_count;

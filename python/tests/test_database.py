@@ -74,6 +74,7 @@ def test_sync_and_stats(db):
         "pages_written",
         "restarts",
         "release_calls",
+        "read_ahead_pages",
         "pool_pages",
         "resident_pages",
         "page_count",

@@ -136,6 +136,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     return s;
   }
   db->opened_ = true;
+  db->bm_->setReadAheadPages(options.read_ahead);
   if (options.page_provider) db->bm_->startProvider();
   DatabaseImpl* self = db.get();
   db->checkpointer_ = std::thread([self] { self->checkpointerLoop(); });

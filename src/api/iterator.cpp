@@ -1,6 +1,7 @@
 // Iterator: walks a tree one leaf at a time (BTree::readForward / readBackward), keeping
 // the current leaf's entries in memory so that key() and value() stay valid until the
-// iterator moves.
+// iterator moves. Moving on from one leaf to the next grows its read-ahead
+// (BTree::nextReadAhead); a seek starts again without.
 #include <string>
 
 #include "api/database_impl.hpp"
@@ -20,6 +21,7 @@ struct Iterator::State {
   size_t idx = 0;
   bool forward = true;
   bool valid = false;
+  unsigned ahead = 0;  // read-ahead of the next leaf read (0: a seek)
   Status status;
 
   template <class Fn>
@@ -41,11 +43,15 @@ struct Iterator::State {
       valid = false;
     }
   }
+  // A seek: the next leaf read is the first of a scan.
+  void startScan() { ahead = 0; }
+  // The next leaf read continues the scan.
+  void continueScan() { ahead = tree->btree.nextReadAhead(ahead); }
   // First entry >= from, moving right across leaves that hold nothing at or above it.
   void loadForward(std::string from) {
     forward = true;
-    for (;;) {
-      tree->btree.readForward(asBytes(from), &batch);
+    for (;; continueScan()) {
+      tree->btree.readForward(asBytes(from), &batch, ahead);
       idx = 0;
       if (!batch.keys.empty()) {
         valid = true;
@@ -61,8 +67,8 @@ struct Iterator::State {
   // Last entry <= from (< from when exclusive), moving left likewise.
   void loadBackward(std::string from, bool exclusive) {
     forward = false;
-    for (;;) {
-      tree->btree.readBackward(asBytes(from), &batch);
+    for (;; continueScan()) {
+      tree->btree.readBackward(asBytes(from), &batch, ahead);
       idx = (exclusive && !batch.keys.empty() && batch.keys[0] == from) ? 1 : 0;
       exclusive = false;
       if (idx < batch.keys.size()) {
@@ -90,15 +96,24 @@ Iterator Tree::newIterator() const {
 }
 
 void Iterator::seek(std::string_view key) {
-  state_->guarded([&] { state_->loadForward(std::string(key)); });
+  state_->guarded([&] {
+    state_->startScan();
+    state_->loadForward(std::string(key));
+  });
 }
 void Iterator::seekForPrev(std::string_view key) {
-  state_->guarded([&] { state_->loadBackward(std::string(key), false); });
+  state_->guarded([&] {
+    state_->startScan();
+    state_->loadBackward(std::string(key), false);
+  });
 }
 void Iterator::seekToFirst() { seek({}); }
 void Iterator::seekToLast() {
   // Above every key: longer than the longest key, all 0xff.
-  state_->guarded([&] { state_->loadBackward(std::string(kMaxKeySize + 1, '\xff'), false); });
+  state_->guarded([&] {
+    state_->startScan();
+    state_->loadBackward(std::string(kMaxKeySize + 1, '\xff'), false);
+  });
 }
 
 void Iterator::next() {
@@ -106,6 +121,7 @@ void Iterator::next() {
   if (!s.valid) return;
   s.guarded([&] {
     if (!s.forward) {
+      s.startScan();  // turning around
       s.loadForward(s.batch.keys[s.idx] + '\0');
       return;
     }
@@ -114,6 +130,7 @@ void Iterator::next() {
       s.valid = false;
       return;
     }
+    s.continueScan();
     s.loadForward(s.batch.fence + '\0');
   });
 }
@@ -123,6 +140,7 @@ void Iterator::prev() {
   if (!s.valid) return;
   s.guarded([&] {
     if (s.forward) {
+      s.startScan();  // turning around
       s.loadBackward(s.batch.keys[s.idx], true);
       return;
     }
@@ -131,6 +149,7 @@ void Iterator::prev() {
       s.valid = false;
       return;
     }
+    s.continueScan();
     s.loadBackward(s.batch.fence, false);
   });
 }

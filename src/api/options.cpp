@@ -24,6 +24,15 @@ bool parseBool(std::string_view v, bool* out) {
   return false;
 }
 
+// A plain decimal number (no size suffix) from min to max.
+bool parseCount(std::string_view v, uint64_t min, uint64_t max, uint64_t* out) {
+  uint64_t n;
+  if (v.find_first_not_of("0123456789") != std::string_view::npos || !parseSize(v, &n)) return false;
+  if (n < min || n > max) return false;
+  *out = n;
+  return true;
+}
+
 }  // namespace
 
 bool parseSize(std::string_view text, uint64_t* out) {
@@ -105,11 +114,18 @@ Status Options::parse(std::string_view config, Options* out) {
       }
     } else if (key == "sync_interval") {
       uint64_t ms;
-      if (!parseSize(value, &ms) || ms < 1 || ms > 60000 || value.find_first_not_of("0123456789") != std::string_view::npos) {
+      if (!parseCount(value, 1, 60000, &ms)) {
         return Status::InvalidArgument("config sync_interval='" + std::string(value) +
                                        "' is not a number of milliseconds from 1 to 60000");
       }
       o.sync_interval_ms = static_cast<uint32_t>(ms);
+    } else if (key == "read_ahead") {
+      uint64_t pages;
+      if (!parseCount(value, 0, kMaxReadAhead, &pages)) {
+        return Status::InvalidArgument("config read_ahead='" + std::string(value) + "' is not a number of pages from 0 to " +
+                                       std::to_string(kMaxReadAhead));
+      }
+      o.read_ahead = static_cast<uint32_t>(pages);
     } else if (key == "log_size") {
       uint64_t size;
       if (!parseSize(value, &size)) {
@@ -123,7 +139,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io, page_provider)");
+                                     "log_size, direct_io, io, page_provider, read_ahead)");
     }
   }
   *out = o;

@@ -16,6 +16,7 @@
 // - Keys and values must already be within the documented limits (the API checks).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,17 +52,28 @@ class BasicBTree {
   bool remove(Bytes key);
 
   // The entries >= from of the leaf that holds `from`, ascending.
-  void readForward(Bytes from, LeafBatch* out) { readLeaf(from, true, out); }
-  // The entries <= from of the leaf that holds `from`, descending.
-  void readBackward(Bytes from, LeafBatch* out) { readLeaf(from, false, out); }
+  // readAhead > 0 (a scan that goes on from the leaf before): if the leaf after this one
+  // is still on storage, the next readAhead leaves under the same parent are read in
+  // together before returning (BufferManager::readAhead), so a long scan waits for one
+  // batch of reads every readAhead leaves instead of for each leaf.
+  void readForward(Bytes from, LeafBatch* out, unsigned readAhead = 0) { readLeaf(from, true, out, readAhead); }
+  // The entries <= from of the leaf that holds `from`, descending (read-ahead leftwards).
+  void readBackward(Bytes from, LeafBatch* out, unsigned readAhead = 0) { readLeaf(from, false, out, readAhead); }
+  // The read-ahead of a scan's next leaf, given the last one (0 at its first leaf): none
+  // for the first leaf (most scans end in it), then 4 leaves, doubling with each leaf
+  // crossed, up to the buffer manager's readAheadPages() (config read_ahead).
+  unsigned nextReadAhead(unsigned last) const {
+    unsigned max = readAheadLimit();
+    return last == 0 ? std::min(4u, max) : std::min(last * 2, max);
+  }
   // Calls fn(key, value) for the entries >= from ascending (forward) or <= from
   // descending, a leaf at a time, until fn returns false.
   template <class Fn>
   void scan(Bytes from, bool forward, Fn&& fn) {
     LeafBatch batch;
     std::string at(reinterpret_cast<const char*>(from.data()), from.size());
-    for (;;) {
-      readLeaf(asBytes(at), forward, &batch);
+    for (unsigned ahead = 0;; ahead = nextReadAhead(ahead)) {
+      readLeaf(asBytes(at), forward, &batch, ahead);
       for (size_t i = 0; i < batch.keys.size(); i++) {
         if (!fn(std::string_view(batch.keys[i]), std::string_view(batch.values[i]))) return;
       }
@@ -101,7 +113,17 @@ class BasicBTree {
   using NodeO = GuardO<BTreeNode, BM>;
   using NodeX = GuardX<BTreeNode, BM>;
   void descend(Bytes key, NodeO* parent, NodeO* node, uint64_t stopAt);
-  void readLeaf(Bytes from, bool forward, LeafBatch* out);
+  void readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead);
+  // Up to n children of parent after (forward) or before the one for key, into *out,
+  // if the first of them is still on storage; else none. Validates parent.
+  void leavesAhead(NodeO& parent, Bytes key, bool forward, unsigned n, std::vector<uint64_t>* out);
+  unsigned readAheadLimit() const {
+    if constexpr (requires(BM& bm) { bm.readAheadPages(); }) {
+      return bm_.readAheadPages();
+    } else {
+      return 0;  // a buffer manager without read-ahead (bench/hashbm)
+    }
+  }
   // Returns the id of a value page the new entry replaced (to free), or kNoPage.
   uint64_t insertEntry(Bytes key, Bytes payload, bool outOfLine);
   // Splits node (parent may be unheld only for the root). False if the parent had to be

@@ -371,7 +371,8 @@ void BasicBTree<BM>::shrinkRoot() {
 }
 
 template <class BM>
-void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out) {
+void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead) {
+  std::vector<uint64_t> ahead;
   withRestarts([&] {
     out->keys.clear();
     out->values.clear();
@@ -402,7 +403,36 @@ void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out) {
     }
     out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
     node.validate();
+    if (readAhead > 0 && parent.pid() != kNoPage && !fence.empty()) {
+      leavesAhead(parent, from, forward, readAhead, &ahead);
+    }
   });
+  if constexpr (requires(BM& bm) { bm.readAhead(std::span<const uint64_t>()); }) {
+    if (!ahead.empty()) bm_.readAhead(ahead);  // no page is held here
+  }
+}
+
+template <class BM>
+void BasicBTree<BM>::leavesAhead(NodeO& parent, Bytes key, bool forward, unsigned n, std::vector<uint64_t>* out) {
+  out->clear();
+  const unsigned count = parent->count;
+  if (count > kMaxSlots) {
+    parent.validate();
+    throwCorrupt(parent.pid(), "slot count out of range");
+  }
+  bool found;
+  const unsigned pos = parent->lowerBound(key, &found);  // the leaf's slot (count: upper)
+  auto childAt = [&](unsigned i) { return i >= count ? parent->upper : parent->child(i); };
+  if (forward) {
+    for (unsigned i = pos + 1; i <= count && out->size() < n; i++) out->push_back(childAt(i));
+  } else {
+    for (unsigned i = std::min(pos, count); i-- > 0 && out->size() < n;) out->push_back(childAt(i));
+  }
+  parent.validate();  // the ids are the parent's children: safe to look up
+  for (uint64_t pid : *out) {
+    if (pid == 0 || pid >= bm_.pageCount()) throwCorrupt(parent.pid(), "child page id out of range");
+  }
+  if (out->empty() || !bm_.mayNeedRead(out->front())) out->clear();
 }
 
 template <class BM>

@@ -205,6 +205,31 @@ void BufferManager::readInLocked(uint64_t pid) {
   counters_.add(Counter::kMisses);
 }
 
+uint64_t BufferManager::readAhead(std::span<const uint64_t> pids) {
+  std::vector<uint64_t> locked;
+  locked.reserve(pids.size());
+  const uint64_t count = pageCount();
+  for (uint64_t pid : pids) {
+    if (pid == 0 || pid >= count) continue;
+    PageState& ps = state(pid);
+    uint64_t w = ps.load();
+    if (PageState::stateOf(w) == PageState::kEvicted && ps.tryLockX(w)) locked.push_back(pid);
+  }
+  if (locked.empty()) return 0;
+  uint64_t read = 0;
+  task::runEach(locked.size(), locked.size(), [&](size_t i) {
+    try {
+      readInLocked(locked[i]);  // on failure: unlocked, still evicted
+      state(locked[i]).unlockX();
+      read++;
+    } catch (const std::exception&) {
+      // Only a hint: the access that needs the page reads it again and sees the error.
+    }
+  });
+  counters_.add(Counter::kReadAheadPages, read);
+  return read;
+}
+
 void BufferManager::releaseFrame(uint64_t pid) {
   try {
     pages_.release(std::span<const uint64_t>(&pid, 1));
@@ -570,6 +595,7 @@ void BufferManager::fillStats(Stats* s) const {
   s->pages_written = counters_.sum(Counter::kPagesWritten);
   s->restarts = counters_.sum(Counter::kRestarts);
   s->release_calls = counters_.sum(Counter::kReleaseCalls);
+  s->read_ahead_pages = counters_.sum(Counter::kReadAheadPages);
   s->pool_pages = poolPages_;
   s->resident_pages = residentPages();
   s->page_count = pageCount();

@@ -27,6 +27,14 @@
 //   only when no page at all could be evicted. While write-back fails (writeBackFailing),
 //   a read that finds no evictable page may use a small reserve beyond the budget
 //   (readReserve(): 1/16 of the pool, at least 16 pages) rather than fail; writes may not.
+// - Read-ahead (issue 7 item 4): readAhead(pids) reads in, together, those of pids that
+//   are evicted and not locked (others are skipped), and returns once they are resident
+//   or their read failed (a failed read-ahead leaves the page evicted and reports
+//   nothing: the access that needs the page reads it again and gets the error). The
+//   reads are in flight together (task::runEach, through the thread's io_uring ring);
+//   inside a task it suspends the task. The caller holds no page lock, or pids could
+//   include a page it holds. readAheadPages() is the most a scan asks for at once
+//   (0, the default: scans read no page ahead; the database sets config read_ahead).
 // - allocPage() hands out a free page (or grows the file), exclusively locked, zeroed
 //   and dirty. freePage() takes an exclusively locked page and makes it free for reuse.
 //   freePageById() frees an unlocked page without reading it from storage.
@@ -130,6 +138,13 @@ class BufferManager {
   bool mayNeedRead(uint64_t pid) const { return PageState::stateOf(state(pid).load()) == PageState::kEvicted; }
   void unfixX(uint64_t pid, Page*) { unfixX(pid); }
   void unfixS(uint64_t pid, Page*) { unfixS(pid); }
+
+  // Reads in the evicted, unlocked pages of pids together (see the contract); returns
+  // how many were read. Ids that do not exist are skipped.
+  uint64_t readAhead(std::span<const uint64_t> pids);
+  unsigned readAheadPages() const { return readAheadPages_; }
+  // Before use from many threads.
+  void setReadAheadPages(unsigned pages) { readAheadPages_ = pages; }
 
   // pid is exclusively locked by the caller and evicted: make it resident from storage.
   // On failure the page is unlocked as evicted and StorageError is thrown.
@@ -238,6 +253,7 @@ class BufferManager {
   std::atomic<bool> providerOn_{false};       // the thread runs (read by every miss)
   alignas(64) std::atomic<bool> providerSleeping_{false};
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
+  unsigned readAheadPages_ = 0;  // none until setReadAheadPages()
   SnapshotCopies copies_;
 };
 

@@ -12,6 +12,7 @@
 namespace vmstore::internal {
 
 // kProviderEvictions: the part of kEvictions the page provider did (the rest was inline).
+// kReadAheadPages: the part of kMisses read ahead of need (BufferManager::readAhead).
 enum class Counter : int {
   kHits,
   kMisses,
@@ -20,6 +21,7 @@ enum class Counter : int {
   kRestarts,
   kReleaseCalls,
   kProviderEvictions,
+  kReadAheadPages,
   kCount
 };
 

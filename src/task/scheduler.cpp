@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cxxabi.h>
@@ -346,18 +347,51 @@ int Scheduler::fdatasync(int fd) {
 
 void runEach(size_t n, size_t width, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
-  if (Scheduler::current() != nullptr || width <= 1 || n == 1) {
-    for (size_t i = 0; i < n; i++) fn(i);
+  size_t next = 0;
+  const size_t tasks = std::min(n, width);
+  // Spawns up to `count` tasks running `body` on s; returns how many it could (a task's
+  // stack or the scheduler's bookkeeping may fail to allocate: fewer tasks do the work).
+  auto spawnUpTo = [](Scheduler& s, size_t count, const std::function<void()>& body) {
+    size_t spawned = 0;
+    try {
+      for (; spawned < count; spawned++) s.spawn(body);
+    } catch (const std::exception&) {
+    }
+    return spawned;
+  };
+  if (Scheduler* s = Scheduler::current()) {
+    // Inside a task: the caller takes indexes beside up to tasks-1 helpers spawned on
+    // its own scheduler, then waits for them; the first exception reaches the caller.
+    size_t helpers = 0;
+    std::exception_ptr first;
+    auto work = [&] {
+      try {
+        while (next < n) fn(next++);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    };
+    helpers = spawnUpTo(*s, tasks - 1, [&] {
+      work();
+      helpers--;
+    });
+    work();
+    while (helpers > 0) s->waiting();
+    if (first) std::rethrow_exception(first);
     return;
   }
   thread_local std::unique_ptr<Scheduler> local;
-  if (!local) local = std::make_unique<Scheduler>();
-  size_t next = 0;
-  size_t tasks = std::min(n, width);
-  for (size_t k = 0; k < tasks; k++) {
-    local->spawn([&] {
-      while (next < n) fn(next++);
-    });
+  if (tasks > 1 && !local) {
+    try {
+      local = std::make_unique<Scheduler>();
+    } catch (const std::exception&) {
+    }
+  }
+  if (tasks <= 1 || !local || spawnUpTo(*local, tasks, [&] {
+        while (next < n) fn(next++);
+      }) == 0) {
+    for (; next < n; next++) fn(next);  // no task could be set up: one after the other
+    return;
   }
   local->run();
 }

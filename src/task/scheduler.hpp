@@ -75,8 +75,13 @@ class Scheduler {
 };
 
 // Runs fn for each index in [0, n) as up to `width` tasks on the calling thread and
-// returns when all are done. Inside a task already, runs them one after the other in
-// the calling task (whose misses then suspend it as usual).
+// returns when all are done, so their misses are in flight together. Outside a task it
+// runs them on a scheduler of its own (one per thread, kept); inside a task, on the
+// caller's scheduler: the caller works through indexes beside width-1 tasks it spawns
+// there, then waits (suspending) until they are done. An exception fn lets escape
+// stops only the task it escaped from; the first one is rethrown once all are done.
+// Where tasks cannot be set up (no memory for a stack), fewer tasks, or the caller
+// alone, do the work: runEach itself throws only what fn throws.
 void runEach(size_t n, size_t width, const std::function<void(size_t)>& fn);
 
 }  // namespace vmstore::internal::task

@@ -548,6 +548,7 @@ struct FlakyStore : vmstore::internal::PageStore {
   explicit FlakyStore(vmstore::internal::DataFile* f) : file(f) {}
   Status readPage(uint64_t pid, Page* buf) override {
     reads++;
+    if (pid == failReadOf) return Status::IOError("read error (test)");
     return file->readPage(pid, buf);
   }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
@@ -557,6 +558,7 @@ struct FlakyStore : vmstore::internal::PageStore {
   }
   vmstore::internal::DataFile* file;
   std::atomic<bool> failWrites{false};
+  std::atomic<uint64_t> failReadOf{0};  // reads of this page fail with IOError
   std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> written{0};
 };
@@ -685,6 +687,46 @@ TEST(BufferManager, FailedWriteBackEvictsCleanPagesSoReadsGoOn) {
     EXPECT_EQ(checkStamp(p, pid), "");
     bm.unfixS(pid);
   }
+}
+
+TEST(BufferManager, ReadAheadReadsInTheEvictedUnlockedPagesTogether) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  FlakyStore store(&env.file);
+  bm.setStore(&store);
+  std::vector<uint64_t> pids = allocStamped(bm, 40);
+  UNIT_ASSERT_OK(bm.flushAll());
+  ASSERT_TRUE(evictAll(bm, pids));
+  Page* held = bm.fixX(pids[1]);  // read in and locked: skipped
+  (void)held;
+  store.failReadOf = pids[2];     // fails: skipped quietly, stays evicted
+  std::vector<uint64_t> ahead(pids.begin(), pids.begin() + 20);
+  ahead.push_back(0);                  // the superblock is never a page to read ahead
+  ahead.push_back(bm.pageCount() + 5);  // beyond the file: skipped
+  const uint64_t readsBefore = store.reads;
+  EXPECT_EQ(bm.readAhead(ahead), 18u);  // 20, less the held page and the failing one
+  EXPECT_EQ(store.reads - readsBefore, 19u);
+  EXPECT_EQ(bm.counters().sum(Counter::kReadAheadPages), 18u);
+  EXPECT_EQ(PageState::stateOf(bm.state(pids[1]).load()), PageState::kLocked);
+  bm.unfixX(pids[1]);
+  EXPECT_TRUE(isEvicted(bm, pids[2]));
+  for (size_t i = 0; i < 20; i++) {
+    if (i == 2) continue;
+    ASSERT_FALSE(isEvicted(bm, pids[i])) << i;
+    Page* p = bm.fixS(pids[i]);
+    EXPECT_EQ(checkStamp(p, pids[i]), "") << i;
+    bm.unfixS(pids[i]);
+  }
+  for (size_t i = 20; i < pids.size(); i++) EXPECT_TRUE(isEvicted(bm, pids[i])) << i;
+  // The access that needs the failing page gets its error; once it reads, it is there.
+  EXPECT_EQ(codeOf([&] { bm.fixS(pids[2]); }), Code::kIOError);
+  store.failReadOf = 0;
+  Page* p = bm.fixS(pids[2]);
+  EXPECT_EQ(checkStamp(p, pids[2]), "");
+  bm.unfixS(pids[2]);
+  // Nothing evicted: nothing to read.
+  EXPECT_EQ(bm.readAhead(std::span<const uint64_t>(pids.data(), 20)), 0u);
+  EXPECT_LE(bm.residentPages(), bm.poolPages());
 }
 
 TEST(BufferManager, FailedWriteBackWithOnlyDirtyPagesReportsTheError) {

@@ -1,7 +1,8 @@
 // Unit tests of task/scheduler.hpp and task/cooperative.hpp: tasks run to completion and
 // interleave at yields; reads through the ring are in flight together and return the
 // right bytes; an exception a task lets escape reaches run(); a task suspended inside a
-// catch handler keeps its own exception state; runEach covers every index, nested too;
+// catch handler keeps its own exception state; runEach covers every index, nested too,
+// and inside a task runs its work interleaved with the caller's;
 // a cooperative lock held by a suspended task lets the others wait without blocking the
 // thread; and the buffer manager's misses read pages through the ring.
 #include "task/scheduler.hpp"
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -158,20 +160,52 @@ TEST(Scheduler, ATaskSuspendedInACatchHandlerKeepsItsException) {
   EXPECT_EQ(std::uncaught_exceptions(), 0);
 }
 
-TEST(Scheduler, RunEachCoversEveryIndexOnceAndNestsSequentially) {
+TEST(Scheduler, RunEachCoversEveryIndexOnceNestedToo) {
   std::vector<int> hits(1000, 0);
   runEach(hits.size(), 64, [&](size_t i) {
     hits[i]++;
     ASSERT_NE(Scheduler::current(), nullptr);
     if (i % 100 == 0) {
       std::vector<int> inner(5, 0);
-      runEach(inner.size(), 8, [&](size_t j) { inner[j]++; });  // inside a task: in order
+      runEach(inner.size(), 8, [&](size_t j) { inner[j]++; });  // on the same scheduler
       for (int v : inner) EXPECT_EQ(v, 1);
     }
     if (i % 7 == 0) Scheduler::current()->yield();
   });
   for (int v : hits) EXPECT_EQ(v, 1);
   runEach(0, 64, [&](size_t) { FAIL(); });
+}
+
+TEST(Scheduler, RunEachInsideATaskOverlapsItsWorkAndRethrowsTheFirstError) {
+  Scheduler s;
+  std::vector<std::string> events;
+  std::vector<int> done(6, 0);
+  bool threw = false;
+  s.spawn([&] {
+    // Index i yields i times. One after the other, index 1 would end before index 5
+    // starts; interleaved, 5 starts while 1 is still yielding.
+    runEach(done.size(), 6, [&](size_t i) {
+      events.push_back("start " + std::to_string(i));
+      for (size_t k = 0; k < i; k++) Scheduler::current()->yield();
+      events.push_back("end " + std::to_string(i));
+      done[i] = 1;
+    });
+    for (int v : done) EXPECT_EQ(v, 1);
+    try {
+      runEach(8, 4, [&](size_t i) {
+        Scheduler::current()->yield();
+        if (i == 3) throw std::runtime_error("index 3");
+      });
+    } catch (const std::runtime_error& e) {
+      threw = std::string(e.what()) == "index 3";
+    }
+  });
+  s.run();
+  auto at = [&](const std::string& e) { return std::find(events.begin(), events.end(), e) - events.begin(); };
+  EXPECT_EQ(events.size(), 12u);
+  EXPECT_LT(at("start 5"), at("end 1"));
+  EXPECT_TRUE(threw);
+  EXPECT_GT(s.stats().tasks, 1u);  // helpers were spawned beside the caller
 }
 
 TEST(Scheduler, ACooperativeLockHeldAcrossASuspensionDoesNotBlockTheThread) {
