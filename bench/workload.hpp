@@ -44,6 +44,7 @@ struct RunOptions {
   bool syncIo = false;  // vmstore config io=sync instead of io=uring
   std::string vmstoreConfig;  // vmstore: extra config keys (--vmstore-config)
   unsigned batch = 0;   // lookup: keys per Session::getMany call (0: one get per lookup)
+  uint64_t scanLength = 0;  // scan: entries per scan (0: the workload's default)
   // Workers of the measured phase (their tid is 0 .. workers()-1).
   unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }
 };

@@ -27,7 +27,7 @@ void printBenchHelp() {
       "usage: vmstore bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE]\n"
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
-      "                     [--inflight=N] [--io=uring|sync] [--batch=N]\n"
+      "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
       "                           [--durability=sync|async|none]\n"
@@ -49,6 +49,8 @@ void printBenchHelp() {
       "block the thread instead (the baseline; default --io=uring). --batch=N (lookup): N\n"
       "keys per call of the engine's getMany (vmstore: Tree::getMany). --vmstore-config:\n"
       "more vmstore config keys for the vmstore engine (e.g. page_provider=false).\n"
+      "--scan-length=N (scan): entries per range scan (default 10000); scan counts one\n"
+      "transaction per entry read.\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -121,6 +123,7 @@ int cmdBench(int argc, char** argv) {
              {"inflight", true},
              {"io", true},
              {"batch", true},
+             {"scan-length", true},
              {"vmstore-config", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
@@ -148,6 +151,8 @@ int cmdBench(int argc, char** argv) {
   const uint64_t batch = args.count("batch", 0, 1);
   if (batch > 4096) throw UsageError("--batch: at most 4096");
   opts.batch = static_cast<unsigned>(batch);
+  opts.scanLength = args.count("scan-length", 0, 1);
+  if (args.has("scan-length") && opts.workload != "scan") throw UsageError("--scan-length is for the scan workload");
   opts.vmstoreConfig = args.str("vmstore-config", "");
 
   bench::RunnerIo io;
