@@ -1,13 +1,21 @@
 // Counters: per-thread event counters of a buffer manager (LeanStore style).
 //
-// Each thread increments its own cache-line-sized slot with plain relaxed loads and
-// stores (no locked instruction on the hot path); stats() sums the slots. Threads map to
-// slots by a per-thread index modulo kSlots: beyond kSlots threads two may share a slot
-// and an increment can be lost, which is acceptable for statistics.
+// Contract
+// - add() increments the calling thread's own cache-line-sized slot with plain relaxed
+//   loads and stores (no locked instruction on the hot path); sum() adds up the slots.
+// - Slots are never shared by two live threads (issue 7 item 7): a thread's slot is its
+//   threadIndex() (sync/thread_index.hpp). The first kInline slots live in the object;
+//   more are allocated in blocks of kBlock as threads appear, up to kMaxThreads live
+//   threads. Beyond that (more than 4,096 threads at once) threads share slots
+//   modulo kMaxThreads and an increment can be lost, acceptable for statistics.
+// - A slot's counts stay when its thread exits; a later thread with the same index
+//   counts on from there, so sums never go back.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+
+#include "sync/thread_index.hpp"
 
 namespace vmstore::internal {
 
@@ -27,27 +35,38 @@ enum class Counter : int {
 
 class Counters {
  public:
-  static constexpr int kSlots = 64;
+  static constexpr unsigned kInline = 64;
+  static constexpr unsigned kBlock = 64;
+  static constexpr unsigned kMaxThreads = 4096;
+
+  Counters() = default;
+  ~Counters();
+  Counters(const Counters&) = delete;
+  Counters& operator=(const Counters&) = delete;
+
   void add(Counter c, uint64_t n = 1) {
-    auto& v = slots_[threadSlot()].v[static_cast<int>(c)];
+    auto& v = slotOf(threadIndex()).v[static_cast<int>(c)];
     v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
-  uint64_t sum(Counter c) const {
-    uint64_t s = 0;
-    for (const auto& slot : slots_) s += slot.v[static_cast<int>(c)].load(std::memory_order_relaxed);
-    return s;
-  }
+  uint64_t sum(Counter c) const;
 
  private:
-  static int threadSlot() {
-    thread_local int slot = nextSlot();
-    return slot;
-  }
-  static int nextSlot();
   struct alignas(64) Slot {
     std::atomic<uint64_t> v[static_cast<int>(Counter::kCount)] = {};
   };
-  Slot slots_[kSlots];
+  struct Block {
+    Slot slots[kBlock];
+  };
+  static constexpr unsigned kBlocks = (kMaxThreads - kInline) / kBlock;
+
+  Slot& slotOf(unsigned index) {
+    if (index < kInline) [[likely]] return inline_[index];
+    return slotBeyondInline(index % kMaxThreads);
+  }
+  Slot& slotBeyondInline(unsigned index);
+
+  Slot inline_[kInline];
+  std::atomic<Block*> blocks_[kBlocks] = {};
 };
 
 }  // namespace vmstore::internal

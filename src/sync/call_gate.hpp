@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <thread>
 
+#include "sync/thread_index.hpp"
+
 namespace vmstore::internal {
 
 class CallGate {
@@ -57,11 +59,7 @@ class CallGate {
 
  private:
   static constexpr int kSlots = 64;
-  static int threadSlot() {
-    static std::atomic<int> next{0};
-    thread_local int slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-    return slot;
-  }
+  static int threadSlot() { return static_cast<int>(threadIndex() % kSlots); }
   struct alignas(64) Slot {
     std::atomic<int64_t> n{0};
   };

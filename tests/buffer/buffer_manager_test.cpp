@@ -875,3 +875,29 @@ TEST(BufferManager, NoMemoryWhenEveryPageIsLocked) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Counters, ManyThreadsCountWithoutLosingIncrements) {
+  // More threads than the inline slots, all alive at once: none shares a slot, so no
+  // increment is lost; counts stay after the threads exit.
+  vmstore::internal::Counters counters;
+  constexpr int kThreads = 100;
+  constexpr uint64_t kEach = 10000;
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&] {
+      started++;
+      while (started.load() < kThreads) std::this_thread::yield();
+      for (uint64_t i = 0; i < kEach; i++) counters.add(Counter::kHits);
+      counters.add(Counter::kMisses, 3);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(counters.sum(Counter::kHits), kThreads * kEach);
+  EXPECT_EQ(counters.sum(Counter::kMisses), 3u * kThreads);
+  EXPECT_EQ(counters.sum(Counter::kEvictions), 0u);
+}
+
+}  // namespace
