@@ -41,7 +41,7 @@ const Command kCommands[] = {
      "[--durability=sync|async|none]\n"
      "  vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...] "
      "[--durability=sync|async|none]",
-     "benchmarks: lookup, ycsb-a..f, tpcc, micro-benchmarks on five engines "
+     "benchmarks: lookup, scan, ycsb-a..f, tpcc, micro-benchmarks on five engines "
      "('bench --help')",
      vmstore::cli::cmdBench},
 #endif
