@@ -46,7 +46,7 @@ namespace {
 constexpr double kDefaultSuiteSeconds = 10;
 // Memory the cgroup of an out-of-memory run allows beyond the pool: the process itself
 // (code, heap, thread stacks, the engine's bookkeeping outside its cache). Measured in the
-// lookup-oom run (docs/BENCHMARKS.md): vmstore peaks 4.4 to 5.4 MiB over its 24 MiB pool,
+// lookup-oom run (docs/BENCHMARKS.md): vmstore peaks 4.2 to 5.4 MiB over its 24 MiB pool,
 // but RocksDB needs more than 32 MiB over its block cache while it loads (with 32 MiB the
 // limit kills it; with 16 MiB WiredTiger too), so the default is 48 MiB, the smallest
 // multiple of 16 MiB with which every engine runs.
