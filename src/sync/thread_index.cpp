@@ -33,16 +33,13 @@ Registry& registry() {
   return *r;
 }
 
-struct Held {
-  unsigned index = registry().take();
-  ~Held() { registry().giveBack(index); }
-};
-
 }  // namespace
 
-unsigned threadIndex() {
-  thread_local Held held;
-  return held.index;
-}
+namespace thread_index_detail {
+
+unsigned take() { return registry().take(); }
+void giveBack(unsigned index) { registry().giveBack(index); }
+
+}  // namespace thread_index_detail
 
 }  // namespace vmstore::internal

@@ -12,6 +12,19 @@
 
 namespace vmstore::internal {
 
-unsigned threadIndex();
+namespace thread_index_detail {
+unsigned take();              // the lowest free index
+void giveBack(unsigned index);
+struct Held {
+  unsigned index = take();
+  ~Held() { giveBack(index); }
+};
+}  // namespace thread_index_detail
+
+// Inline: on the hot path of every page access (the buffer manager's counters).
+inline unsigned threadIndex() {
+  thread_local thread_index_detail::Held held;
+  return held.index;
+}
 
 }  // namespace vmstore::internal
