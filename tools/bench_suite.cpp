@@ -167,7 +167,8 @@ int cmdBenchSuite(int argc, char** argv) {
              {"durability", true},
              {"cases", true},
              {"memory-bound", true},
-             {"memory-allowance", true}});
+             {"memory-allowance", true},
+             {"no-plots", false}});
   args.requirePositionals(0, 0);
   const double seconds = benchSeconds(args, kDefaultSuiteSeconds);
   const uint64_t threads = args.count("threads", 2, 1);
@@ -435,7 +436,8 @@ int cmdBenchSuite(int argc, char** argv) {
   std::cout << "results: " << outDir << " (per-run CSV, summary.csv, results.jsonl; "
             << static_cast<int>(elapsed) << " s)\n";
   std::cout.flush();
-  std::cout << plot(outDir) << "\n";
+  std::cout << (args.has("no-plots") ? std::string("plots: skipped (--no-plots)") : plot(outDir))
+            << "\n";
   if (failures != 0) {
     throw Failure(kExitFailure, std::to_string(failures) + " of " + std::to_string(total) +
                                     " runs failed (see the messages above)");

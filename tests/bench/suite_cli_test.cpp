@@ -1,0 +1,120 @@
+// `vmstore bench suite`'s memory bound, through the CLI as a user runs it: bad values of
+// --memory-bound, --memory-allowance and --cases are usage errors (exit 2) that say why;
+// the out-of-memory case with --memory-bound=both runs once in a memory cgroup of the pool
+// plus the allowance (or, where no cgroup can be made, says so and labels every run
+// unbounded) and once unbounded, each under its own label in summary.csv and results.jsonl.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "child_run.hpp"
+#include "memory_cgroup.hpp"
+#include "unit_util.hpp"
+
+#ifndef VMSTORE_CLI_PATH
+#define VMSTORE_CLI_PATH ""
+#endif
+
+namespace {
+
+using vmstore::bench::ChildResult;
+using vmstore::bench::MemoryCgroup;
+using vmstore::bench::runChild;
+
+struct CliRun {
+  ChildResult result;
+  std::string err;
+};
+
+CliRun suite(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), {VMSTORE_CLI_PATH, "bench", "suite"});
+  CliRun run;
+  std::string why;
+  const std::string errPath = dir.file("stderr.txt");
+  run.result = runChild(args, errPath, nullptr, &why);
+  EXPECT_TRUE(run.result.started) << why;
+  std::ifstream in(errPath);
+  std::stringstream text;
+  text << in.rdbuf();
+  run.err = text.str();
+  return run;
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+#define SKIP_WITHOUT_CLI() \
+  if (std::string(VMSTORE_CLI_PATH).empty()) GTEST_SKIP() << "the CLI is not built"
+
+TEST(BenchSuiteMemoryBound, BadValuesAreUsageErrors) {
+  SKIP_WITHOUT_CLI();
+  vmsunit::ScratchDir dir;
+  const std::string out = "--out=" + dir.file("never");
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"--memory-bound=sometimes", out}, "--memory-bound=sometimes: use cgroup, unbounded or both"},
+      {{"--memory-allowance=lots", out}, "--memory-allowance=lots: not a size"},
+      {{"--memory-allowance=100K", out}, "must be at least"},
+      {{"--memory-allowance=2T", out}, "--memory-allowance: at most 1T"},
+      {{"--cases=lookup-oom,nope", out}, "unknown case 'nope'"},
+  };
+  for (const Case& c : cases) {
+    CliRun run = suite(dir, c.args);
+    EXPECT_EQ(run.result.exitCode, 2) << c.args[0] << ": " << run.err;
+    EXPECT_NE(run.err.find(c.says), std::string::npos) << c.args[0] << ": " << run.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run wrote results";
+}
+
+TEST(BenchSuiteMemoryBound, OutOfMemoryCaseBoundedAndUnboundedSideBySide) {
+  SKIP_WITHOUT_CLI();
+  vmsunit::ScratchDir dir;
+  const std::string out = dir.file("results");
+  CliRun run = suite(dir, {"--cases=lookup-oom", "--engines=vmstore", "--seconds=0.3",
+                           "--memory-bound=both", "--memory-allowance=40M", "--no-plots",
+                           "--out=" + out});
+  ASSERT_EQ(run.result.exitCode, 0) << run.err;
+  const std::string summary = readAll(out + "/summary.csv");
+  const std::string jsonl = readAll(out + "/results.jsonl");
+  const uint64_t limit = (24ull << 20) + (40ull << 20);
+  std::string why;
+  const bool cgroupsHere = MemoryCgroup::make(limit, &why) != nullptr;
+  EXPECT_NE(summary.find("memory_bound,memory_limit,memory_peak"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("lookup-oom-unbounded,vmstore,"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(",unbounded,0,0"), std::string::npos) << summary;
+  EXPECT_NE(jsonl.find("{\"case\":\"lookup-oom-unbounded\",\"memory_bound\":\"unbounded\""),
+            std::string::npos)
+      << jsonl;
+  if (!cgroupsHere) {
+    // Never labelled as bounded: one unbounded run, and the reason on stderr.
+    EXPECT_EQ(summary.find("\nlookup-oom,"), std::string::npos) << summary;
+    EXPECT_NE(run.err.find("no memory cgroup can be made"), std::string::npos) << run.err;
+    GTEST_SKIP() << "no memory cgroup here (" << why << "); checked the unbounded label only";
+  }
+  // The bounded run: its limit, and a peak within it (the pool alone is 24 MiB).
+  const std::string row = "\nlookup-oom,vmstore,";
+  size_t at = summary.find(row);
+  ASSERT_NE(at, std::string::npos) << summary;
+  std::string line = summary.substr(at + 1, summary.find('\n', at + 1) - at - 1);
+  EXPECT_NE(line.find(",ok,none,cgroup," + std::to_string(limit) + ","), std::string::npos) << line;
+  const uint64_t peak = std::stoull(line.substr(line.rfind(',') + 1));
+  EXPECT_GT(peak, 24ull << 20) << line;
+  EXPECT_LE(peak, limit) << line;
+  EXPECT_NE(jsonl.find("{\"case\":\"lookup-oom\",\"memory_bound\":\"cgroup\",\"memory_limit\":" +
+                       std::to_string(limit)),
+            std::string::npos)
+      << jsonl;
+  EXPECT_NE(readAll(out + "/summary.txt").find("every engine in a memory cgroup"), std::string::npos);
+}
+
+}  // namespace
