@@ -30,7 +30,9 @@ void printBenchHelp() {
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
-      "                           [--durability=sync|async|none]\n"
+      "                           [--durability=sync|async|none] [--cases=C,...]\n"
+      "                           [--memory-bound=cgroup|unbounded|both]\n"
+      "                           [--memory-allowance=SIZE] [--no-plots]\n"
       "\n"
       "Loads WORKLOAD into a fresh database of engine E, runs N worker threads for S\n"
       "seconds and prints one CSV row per second, then one JSON line (the last line of\n"
@@ -57,7 +59,9 @@ void printBenchHelp() {
       "engines:          %s\n"
       "\n"
       "'suite' runs in-memory lookups, out-of-memory lookups and TPC-C on every engine and\n"
-      "prints a table (docs/CLI.md).\n",
+      "prints a table (docs/CLI.md). Each out-of-memory run is bounded by a memory cgroup\n"
+      "of the pool plus --memory-allowance (default 48M), page cache included; where none\n"
+      "can be made it runs unbounded and is labelled lookup-oom-unbounded.\n",
       joined(bench::WorkloadRegistry::instance().names()).c_str(),
       joined(bench::MicroRegistry::instance().names()).c_str(),
       joined(bench::engineNames()).c_str());
