@@ -4,11 +4,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -73,6 +75,22 @@ IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* c
     r.error = "cannot find this executable (/proc/self/exe) to run the benchmark in a child";
     return r;
   }
+  // The child's database directory: made and removed here (see the contract).
+  std::error_code ec;
+  std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  std::string dir = (base / "vmstore-bench-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    r.error = "cannot create a temporary directory in " + base.string() + ": " + std::strerror(errno);
+    return r;
+  }
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } removeDir{dir};
   std::vector<std::string> argv = {exe,
                                    "bench",
                                    opts.workload,
@@ -81,7 +99,8 @@ IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* c
                                    "--data=" + std::to_string(opts.data),
                                    "--pool=" + std::to_string(opts.pool),
                                    "--seconds=" + fmtSeconds(opts.seconds),
-                                   std::string("--durability=") + bench::durabilityName(opts.durability)};
+                                   std::string("--durability=") + bench::durabilityName(opts.durability),
+                                   "--dir=" + dir};
   if (!opts.csv.empty()) argv.push_back("--csv=" + opts.csv);
   std::string why;
   bench::ChildResult child = bench::runChild(argv, logPath, cgroup, &why);
@@ -91,6 +110,7 @@ IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* c
     return r;
   }
   r.peakBytes = child.peakBytes;
+  r.interrupted = child.exitCode == 130 || child.termSignal == SIGINT || child.termSignal == SIGTERM;
   if (child.exitCode != 0) {
     std::ostringstream msg;
     if (child.termSignal != 0) {

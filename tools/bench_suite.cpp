@@ -343,6 +343,7 @@ int cmdBenchSuite(int argc, char** argv) {
           IsolatedResult r =
               runIsolated(opts, cgroup.get(), outDir + "/" + p.label + "-" + engine + ".log");
           if (!r.placed) throw std::runtime_error("cannot run it in its memory cgroup: " + r.error);
+          if (r.interrupted) throw Failure(130, "interrupted");
           if (!r.ok) throw std::runtime_error(r.error);
           peak = r.peakBytes;
           result.txPerSec = r.txPerSec;
@@ -365,6 +366,8 @@ int cmdBenchSuite(int argc, char** argv) {
               << std::flush;
         table[p.label][engine] = result.txPerSec;
         if (limit != 0) peaks[engine] = peak;
+      } catch (const Failure&) {
+        throw;  // interrupted: stop the suite
       } catch (const std::exception& e) {
         status = "failed";
         ++failures;
