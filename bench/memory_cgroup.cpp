@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "os/memory.hpp"
+
 namespace vmstore::bench {
 
 namespace {
@@ -173,17 +175,14 @@ bool findMemoryCgroup(const std::string& procSelfCgroup, const std::string& moun
   std::istringstream in(procSelfCgroup);
   std::string line;
   while (std::getline(in, line)) {
-    size_t a = line.find(':');
-    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    std::string controllers = line.substr(a + 1, b - a - 1);
-    std::string path = line.substr(b + 1);
-    if (line.compare(0, a, "0") == 0 && controllers.empty()) {
-      v2Path = path;
+    internal::ProcCgroupLine parsed;
+    if (!internal::parseProcCgroupLine(line, &parsed)) continue;
+    if (parsed.id == "0" && parsed.controllers.empty()) {
+      v2Path = parsed.path;
       haveV2 = true;
     }
-    for (const std::string& c : splitOn(controllers, ',')) {
-      if (c == "memory") v1Path = path;
+    for (const std::string& c : splitOn(parsed.controllers, ',')) {
+      if (c == "memory") v1Path = parsed.path;
     }
   }
   CgroupMount m;

@@ -23,6 +23,16 @@ uint64_t readLimit(const char* path) {
 
 }  // namespace
 
+bool parseProcCgroupLine(const std::string& line, ProcCgroupLine* out) {
+  size_t a = line.find(':');
+  size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+  if (b == std::string::npos) return false;
+  out->id = line.substr(0, a);
+  out->controllers = line.substr(a + 1, b - a - 1);
+  out->path = line.substr(b + 1);
+  return true;
+}
+
 uint64_t usableMemoryBytes() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long pageSize = sysconf(_SC_PAGESIZE);
@@ -32,11 +42,10 @@ uint64_t usableMemoryBytes() {
   std::ifstream in("/proc/self/cgroup");
   std::string line;
   while (std::getline(in, line)) {
-    size_t a = line.find(':');
-    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    std::string controllers = line.substr(a + 1, b - a - 1);
-    std::string path = line.substr(b + 1);
+    ProcCgroupLine parsed;
+    if (!parseProcCgroupLine(line, &parsed)) continue;
+    const std::string& controllers = parsed.controllers;
+    const std::string& path = parsed.path;
     std::string file;
     if (controllers.empty()) {
       file = "/sys/fs/cgroup" + path + "/memory.max";

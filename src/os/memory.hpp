@@ -3,12 +3,22 @@
 // Contract
 // - usableMemoryBytes(): the physical memory, or the memory-cgroup limit of this process
 //   when that is lower (cgroup v1 memory.limit_in_bytes or v2 memory.max); 0 if unknown.
+// - parseProcCgroupLine(line, &out): one line of /proc/<pid>/cgroup, "ID:CONTROLLERS:PATH"
+//   (v2: "0::PATH", CONTROLLERS empty); false when the line has fewer than two colons.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace vmstore::internal {
 
 uint64_t usableMemoryBytes();
+
+struct ProcCgroupLine {
+  std::string id;
+  std::string controllers;  // comma-separated (v1), empty (v2)
+  std::string path;
+};
+bool parseProcCgroupLine(const std::string& line, ProcCgroupLine* out);
 
 }  // namespace vmstore::internal
