@@ -263,8 +263,6 @@ void BufferManager::reserveFrame(bool forRead) {
       if (physUsed_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed)) return;
       continue;
     }
-    // Full. Clean pages first, without the eviction mutex (many threads may at once).
-    if (evictBatch(false, /*cleanOnly=*/true) > 0) continue;
     try {
       auto g = task::lock(evictMutex_);  // inside a task, the thread's other tasks run while another evicts
       if (physUsed_.load(std::memory_order_relaxed) >= poolPages_) evictBatch();
@@ -287,7 +285,7 @@ void BufferManager::reserveFrame(bool forRead) {
   }
 }
 
-uint64_t BufferManager::evictBatch(bool byProvider, bool cleanOnly) {
+void BufferManager::evictBatch(bool byProvider) {
   std::vector<uint64_t> clean;
   std::vector<uint64_t> dirty;
   // (1) clock: mark unlocked pages, collect marked ones; shared-lock the dirty ones.
@@ -301,7 +299,7 @@ uint64_t BufferManager::evictBatch(bool byProvider, bool cleanOnly) {
       uint64_t s = PageState::stateOf(w);
       if (s == PageState::kMarked) {
         if (isDirty(pageAt(pid))) {
-          if (!cleanOnly && ps.tryLockS(w)) dirty.push_back(pid);
+          if (ps.tryLockS(w)) dirty.push_back(pid);
         } else {
           clean.push_back(pid);
         }
@@ -342,7 +340,7 @@ uint64_t BufferManager::evictBatch(bool byProvider, bool cleanOnly) {
   }
   if (locked.empty()) {
     if (!st.ok()) throw StorageError(st);
-    return 0;
+    return;
   }
   // (4) one batched page-table change for all of them. If the kernel fails part-way,
   // some frames are already zero: every page of the batch is on storage, so all of them
@@ -361,7 +359,6 @@ uint64_t BufferManager::evictBatch(bool byProvider, bool cleanOnly) {
   counters_.add(Counter::kEvictions, locked.size());
   if (byProvider) counters_.add(Counter::kProviderEvictions, locked.size());
   counters_.add(Counter::kReleaseCalls, calls);
-  return locked.size();
 }
 
 Status BufferManager::writePages(std::span<const uint64_t> pids) {

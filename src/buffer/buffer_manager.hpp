@@ -21,13 +21,7 @@
 //   marks pages and collects marked ones (dirty ones shared-locked), writes the dirty
 //   ones, locks them all exclusively (skipping any touched meanwhile), releases them
 //   from the page table with one batched call, then removes them from the resident set
-//   and unlocks them as evicted with a new version. Evictions that write pages (and
-//   flushes) run one at a time (evictMutex_). A miss that finds the pool full first
-//   evicts a batch of clean pages only, without that mutex, so many threads may evict
-//   at once (issue 7 item 7): each walks its own stretch of the clock, a page is
-//   evicted only by whoever locks it exclusively, and a dirty page is never touched;
-//   only when that frees nothing does the miss wait for evictMutex_ and evict with
-//   write-back.
+//   and unlocks them as evicted with a new version. One thread evicts at a time.
 // - If writing the dirty pages of an eviction batch fails (a full disk, an I/O error),
 //   the batch evicts only its clean pages, so reads go on; the error reaches a caller
 //   only when no page at all could be evicted. While write-back fails (writeBackFailing),
@@ -216,9 +210,7 @@ class BufferManager {
   void reserveFrame(bool forRead);
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
-  // Returns the pages evicted. The caller holds evictMutex_, unless cleanOnly (then dirty
-  // pages are skipped and nothing is written).
-  uint64_t evictBatch(bool byProvider = false, bool cleanOnly = false);
+  void evictBatch(bool byProvider = false);  // caller holds evictMutex_
   void providerLoop();
   void wakeProvider();
   uint64_t growByOne();             // a new page id past the end (NoSpace at max_size)

@@ -344,49 +344,6 @@ TEST(BufferManager, HardBudgetUnderConcurrentAccess) {
   }
 }
 
-TEST(BufferManager, ConcurrentMissesOnCleanPagesEvictInParallelWithinTheBudget) {
-  // Every page clean and the pool full: misses evict clean batches without the eviction
-  // mutex, several threads at once, while a flusher runs; nothing is lost or over budget.
-  const uint64_t pool = 256;
-  BufferEnv env(pool);
-  BufferManager& bm = *env.bm;
-  std::vector<uint64_t> pids = allocStamped(bm, vmsunit::scaled<size_t>(2000, 800));
-  UNIT_ASSERT_OK(bm.flushAll());
-  const uint64_t evictionsBefore = counter(bm, Counter::kEvictions);
-  std::atomic<bool> stop{false};
-  std::atomic<int> bad{0}, overBudget{0};
-  std::thread flusher([&] {
-    while (!stop) {
-      if (!bm.flushAll().ok()) bad++;
-      std::this_thread::yield();
-    }
-  });
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 4; t++) {
-    readers.emplace_back([&, t] {
-      std::mt19937_64 rng(500 + t);
-      for (int i = 0; i < vmsunit::scaled(6000, 1500); i++) {
-        uint64_t pid = pids[rng() % pids.size()];
-        Page* p = bm.fixS(pid);
-        if (!checkStamp(p, pid).empty()) bad++;
-        bm.unfixS(pid);
-        if (bm.residentPages() > bm.poolPages()) overBudget++;
-      }
-    });
-  }
-  for (auto& r : readers) r.join();
-  stop = true;
-  flusher.join();
-  EXPECT_EQ(bad.load(), 0);
-  EXPECT_EQ(overBudget.load(), 0);
-  EXPECT_GT(counter(bm, Counter::kEvictions) - evictionsBefore, 1000u);
-  for (uint64_t pid : pids) {
-    Page* p = bm.fixS(pid);
-    EXPECT_EQ(checkStamp(p, pid), "") << pid;
-    bm.unfixS(pid);
-  }
-}
-
 TEST(BufferManager, EvictedPagesComeBackIntact) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
