@@ -6,15 +6,21 @@
 // Durability: config.durability is Options::durability as it is (none: no log, as the
 // vmcache paper measured; async: each write's log record is in the OS page cache when
 // the call returns, the log synced every sync_interval, 100 ms; sync: each write returns
-// once its log record is fdatasync'ed, concurrent writers sharing one flush). Every put
-// and del is a committed write of its own, logged by the database itself; begin()/
-// commit() are no-ops (each call is atomic on its own), so a transaction of several
-// writes is several log records here, in sync mode several group-committed flushes,
-// where the other engines sync once per commit (YCSB's writes are one put each).
+// once its log record is fdatasync'ed, concurrent writers sharing one flush).
+// Transactions: with durability=sync, the writes between begin() and commit() are kept in
+// the session (PendingWrites: its reads, scans included, see them) and written at
+// commit() as one atomic batch (Database::write), so a transaction costs one
+// group-committed flush, as the other engines sync once per commit; abort() drops them.
+// A transaction of one write is written as that one put or del. With none and async,
+// begin()/commit() are no-ops and every put and del is a committed write of its own
+// (async: one log record each, no flush).
 // Statistics: Database::stats() (page misses and pages written, 4096 bytes each; the
 // log's bytes since the last checkpoint and its flushes since open).
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,9 +41,30 @@ constexpr uint64_t kPageBytes = 4096;
 
 class VmstoreEngine;
 
+// The writes of an open transaction, per table: key -> new value (nullopt: deleted).
+struct PendingWrites {
+  using Table = std::map<std::string, std::optional<std::string>, std::less<>>;
+  std::vector<Table> tables;
+  bool open = false;
+  size_t count = 0;
+  Table* of(int table) {
+    if (!open) return nullptr;
+    if (tables.size() <= static_cast<size_t>(table)) tables.resize(static_cast<size_t>(table) + 1);
+    return &tables[static_cast<size_t>(table)];
+  }
+  void clear() {
+    for (Table& t : tables) t.clear();
+    open = false;
+    count = 0;
+  }
+};
+
 class VmstoreSession : public Session {
  public:
   explicit VmstoreSession(VmstoreEngine* engine) : engine_(engine) {}
+  void begin() override;
+  void commit() override;
+  void abort() override { pending_.clear(); }
   void put(int table, std::string_view key, std::string_view value) override;
   bool get(int table, std::string_view key, std::string* value) override;
   void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
@@ -47,8 +74,14 @@ class VmstoreSession : public Session {
   void scanReverse(int table, std::string_view start, const ScanFn& fn) override;
 
  private:
+  // The tree's entries from start on (reverse: at or below it), merged with the
+  // transaction's writes to that table.
+  void mergedScan(int table, const PendingWrites::Table& writes, std::string_view start, bool reverse,
+                  const ScanFn& fn);
+
   VmstoreEngine* engine_;
   std::vector<Status> statuses_;  // getMany's, reused
+  PendingWrites pending_;
 };
 
 class VmstoreEngine : public Engine {
@@ -64,6 +97,7 @@ class VmstoreEngine : public Engine {
     options.io = config.syncIo ? IoMode::kSync : IoMode::kUring;
     Status parsed = Options::parse(config.vmstoreConfig, &options);
     if (!parsed.ok()) throw std::invalid_argument("--vmstore-config: " + parsed.toString());
+    durability_ = options.durability;
     Status s = Database::open(config.dir, options, &db_);
     if (!s.ok()) fail("open", s);
     trees_.clear();
@@ -101,18 +135,66 @@ class VmstoreEngine : public Engine {
   }
 
   Tree* tree(int table) const { return trees_[static_cast<size_t>(table)]; }
+  Database* db() const { return db_.get(); }
+  bool buffersTransactions() const { return durability_ == Durability::kSync; }
 
  private:
   std::unique_ptr<Database> db_;
   std::vector<Tree*> trees_;
+  Durability durability_ = Durability::kSync;
 };
 
+void VmstoreSession::begin() {
+  pending_.clear();
+  pending_.open = engine_->buffersTransactions();
+}
+
+void VmstoreSession::commit() {
+  if (!pending_.open) return;
+  Status s;
+  if (pending_.count == 1) {  // one write: that call alone is atomic
+    for (size_t t = 0; t < pending_.tables.size(); t++) {
+      for (auto& [key, value] : pending_.tables[t]) {
+        Tree* tree = engine_->tree(static_cast<int>(t));
+        s = value ? tree->put(key, *value) : tree->del(key);
+        if (s.isNotFound()) s = Status::OK();
+      }
+    }
+  } else if (pending_.count > 1) {
+    WriteBatch batch;
+    for (size_t t = 0; t < pending_.tables.size() && s.ok(); t++) {
+      Tree* tree = engine_->tree(static_cast<int>(t));
+      for (auto& [key, value] : pending_.tables[t]) {
+        s = value ? batch.put(tree, key, *value) : batch.del(tree, key);
+        if (!s.ok()) break;
+      }
+    }
+    if (s.ok()) s = engine_->db()->write(batch);
+  }
+  pending_.clear();
+  if (!s.ok()) fail("commit", s);
+}
+
 void VmstoreSession::put(int table, std::string_view key, std::string_view value) {
+  if (PendingWrites::Table* w = pending_.of(table)) {
+    auto [it, added] = w->try_emplace(std::string(key));
+    it->second = std::string(value);
+    if (added) pending_.count++;
+    return;
+  }
   Status s = engine_->tree(table)->put(key, value);
   if (!s.ok()) fail("put", s);
 }
 
 bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
+  if (PendingWrites::Table* w = pending_.of(table)) {
+    auto it = w->find(key);
+    if (it != w->end()) {
+      if (!it->second) return false;
+      *value = *it->second;
+      return true;
+    }
+  }
   Status s = engine_->tree(table)->get(key, value);
   if (s.ok()) return true;
   if (s.isNotFound()) return false;
@@ -121,6 +203,10 @@ bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
 
 void VmstoreSession::getMany(int table, const std::vector<std::string_view>& keys,
                              std::vector<std::string>* values, std::vector<bool>* found) {
+  if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
+    Session::getMany(table, keys, values, found);  // get() per key sees the transaction's writes
+    return;
+  }
   Status s = engine_->tree(table)->getMany(keys, values, &statuses_);
   if (!s.ok()) fail("getMany", s);
   found->resize(keys.size());
@@ -131,13 +217,58 @@ void VmstoreSession::getMany(int table, const std::vector<std::string_view>& key
 }
 
 bool VmstoreSession::del(int table, std::string_view key) {
+  if (PendingWrites::Table* w = pending_.of(table)) {
+    std::string ignored;
+    bool existed = get(table, key, &ignored);
+    auto [it, added] = w->try_emplace(std::string(key));
+    it->second.reset();
+    if (added) pending_.count++;
+    return existed;
+  }
   Status s = engine_->tree(table)->del(key);
   if (s.ok()) return true;
   if (s.isNotFound()) return false;
   fail("del", s);
 }
 
+void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, std::string_view start, bool reverse,
+                                const ScanFn& fn) {
+  Iterator it = engine_->tree(table)->newIterator();
+  reverse ? it.seekForPrev(start) : it.seek(start);
+  // Forward: the writes from start up; reverse: those at or below start, walked down.
+  auto up = writes.lower_bound(start);
+  auto down = writes.upper_bound(start);
+  for (;;) {
+    const bool haveWrite = reverse ? down != writes.begin() : up != writes.end();
+    if (!it.valid() && !haveWrite) break;
+    const std::string& wkey = haveWrite ? (reverse ? std::prev(down)->first : up->first) : std::string();
+    // < 0: the tree's entry comes first in the scan's direction.
+    int order;
+    if (!haveWrite) {
+      order = -1;
+    } else if (!it.valid()) {
+      order = 1;
+    } else {
+      order = it.key().compare(wkey);
+      if (reverse) order = -order;
+    }
+    if (order < 0) {
+      if (!fn(it.key(), it.value())) return;
+      reverse ? it.prev() : it.next();
+      continue;
+    }
+    if (order == 0) reverse ? it.prev() : it.next();  // the transaction's write replaces it
+    const std::optional<std::string>& value = reverse ? std::prev(down)->second : up->second;
+    if (value && !fn(wkey, *value)) return;
+    reverse ? --down : ++up;
+  }
+  if (!it.status().ok()) fail("scan", it.status());
+}
+
 void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
+  if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
+    return mergedScan(table, *w, start, false, fn);
+  }
   Iterator it = engine_->tree(table)->newIterator();
   for (it.seek(start); it.valid(); it.next()) {
     if (!fn(it.key(), it.value())) return;
@@ -146,6 +277,9 @@ void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
 }
 
 void VmstoreSession::scanReverse(int table, std::string_view start, const ScanFn& fn) {
+  if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
+    return mergedScan(table, *w, start, true, fn);
+  }
   Iterator it = engine_->tree(table)->newIterator();
   for (it.seekForPrev(start); it.valid(); it.prev()) {
     if (!fn(it.key(), it.value())) return;
