@@ -478,8 +478,11 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   const auto start = Clock::now();
   auto prevTime = start;
   go.store(true);
-  const auto end = start + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(opts.seconds));
+  const auto end = start + std::chrono::seconds(opts.warmup) +
+                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.seconds));
+  // --warmup: the measured phase starts after the warm-up's last row.
+  uint64_t txAtMeasure = 0;
+  auto measureStart = start;
   for (uint64_t sec = 1; !stop.load(); ++sec) {
     auto next = start + std::chrono::seconds(sec);
     if (next > end) next = end;
@@ -503,11 +506,15 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     prevTlb = tlb;
     prevTx = tx;
     prevTime = now;
+    if (sec == opts.warmup) {
+      txAtMeasure = tx;
+      measureStart = now;
+    }
   }
-  result.measuredSeconds = secondsSince(start);
+  result.measuredSeconds = secondsSince(measureStart);
   for (std::thread& w : workers) w.join();
   if (pool) pool->wait();
-  result.totalTx = sumTx();
+  result.totalTx = sumTx() - txAtMeasure;
   result.txPerSec = result.totalTx / std::max(result.measuredSeconds, 1e-9);
   if (std::exception_ptr e = error.get()) std::rethrow_exception(e);
 
@@ -540,6 +547,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"tx_per_s\":" << fixed(result.txPerSec, 1) << ",\"tx\":" << result.totalTx
        << ",\"load_s\":" << fixed(result.loadSeconds, 3)
        << ",\"seconds\":" << fixed(result.measuredSeconds, 3)
+       << ",\"warmup_s\":" << opts.warmup
        << ",\"close_s\":" << fixed(closeSeconds, 3)
        << ",\"page_misses\":" << result.stats.pageMisses
        << ",\"evictions\":" << result.stats.evictions

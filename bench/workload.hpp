@@ -33,6 +33,7 @@ struct RunOptions {
   uint64_t data = 0;        // 0: the workload's default (tuples, warehouses, ...)
   uint64_t pool = 0;        // 0: the runner's default
   double seconds = 10;
+  unsigned warmup = 0;      // whole seconds run before the measured phase (rows printed, not counted)
   std::string dir;          // empty: a fresh temporary directory, removed afterwards
   std::string csv;          // also write the CSV rows here
   bool check = false;       // run the workload's consistency checks after the run

@@ -28,6 +28,7 @@ void printBenchHelp() {
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
+      "                     [--warmup=S]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
       "                           [--durability=sync|async|none] [--cases=C,...]\n"
@@ -52,7 +53,8 @@ void printBenchHelp() {
       "keys per call of the engine's getMany (vmstore: Tree::getMany). --vmstore-config:\n"
       "more vmstore config keys for the vmstore engine (e.g. page_provider=false).\n"
       "--scan-length=N (scan): entries per range scan (default 10000); scan counts one\n"
-      "transaction per entry read.\n"
+      "transaction per entry read. --warmup=S: run S whole seconds first (their rows are\n"
+      "printed; tx_per_s and tx count only the S seconds after).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -128,6 +130,7 @@ int cmdBench(int argc, char** argv) {
              {"io", true},
              {"batch", true},
              {"scan-length", true},
+             {"warmup", true},
              {"vmstore-config", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
@@ -156,6 +159,9 @@ int cmdBench(int argc, char** argv) {
   if (batch > 4096) throw UsageError("--batch: at most 4096");
   opts.batch = static_cast<unsigned>(batch);
   opts.scanLength = args.count("scan-length", 0, 1);
+  const uint64_t warmup = args.count("warmup", 0, 0);
+  if (warmup > 3600) throw UsageError("--warmup: at most 3600 seconds");
+  opts.warmup = static_cast<unsigned>(warmup);
   if (args.has("scan-length") && opts.workload != "scan") throw UsageError("--scan-length is for the scan workload");
   opts.vmstoreConfig = args.str("vmstore-config", "");
 

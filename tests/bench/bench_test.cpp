@@ -322,6 +322,34 @@ TEST(BenchRunner, UniformYcsbAndTemporaryDirectory) {
   EXPECT_EQ(json["pool"], std::to_string(kDefaultPoolBytes));
 }
 
+TEST(BenchRunner, WarmupRunsFirstAndIsNotCounted) {
+  RunOptions opts;
+  opts.workload = "lookup";
+  opts.data = 2000;
+  opts.seconds = 0.5;
+  opts.warmup = 1;
+  std::ostringstream out;
+  RunResult result = runBenchmark(opts, RunnerIo{&out, nullptr, false});
+  EXPECT_GT(result.totalTx, 0u);
+  EXPECT_GT(result.measuredSeconds, 0.4);
+  EXPECT_LT(result.measuredSeconds, 0.9) << "the warm-up second is not part of the measured phase";
+  std::map<std::string, std::string> json;
+  ASSERT_TRUE(parseFlatJson(result.json, &json)) << result.json;
+  EXPECT_EQ(json["warmup_s"], "1");
+  // Rows: the header, the warm-up second, the measured half second, the JSON line.
+  const std::string text = out.str();
+  EXPECT_GE(std::count(text.begin(), text.end(), '\n'), 4);
+  // tx counts only the measured phase: the rows' sum is larger.
+  uint64_t rowsTx = 0;
+  std::istringstream lines(text);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line) && !line.empty() && line[0] != '{') {
+    rowsTx += std::stoull(line.substr(line.find(',') + 1));
+  }
+  EXPECT_GT(rowsTx, result.totalTx);
+}
+
 class MicroBenchmarkTiny : public testing::TestWithParam<std::string> {};
 
 TEST_P(MicroBenchmarkTiny, Runs) {
