@@ -19,17 +19,14 @@ namespace {
 using namespace records;
 
 constexpr uint64_t kFullCheckEvery = 1024;
-constexpr int kTable = 0;
+constexpr int kTable = 0;  // RecordsWorkload's one table
 
-class LookupWorkload : public Workload {
+class LookupWorkload : public RecordsWorkload {
  public:
+  LookupWorkload() : RecordsWorkload(/*exactValues=*/true) {}
   std::vector<std::string> tables() const override { return {"lookup"}; }
   uint64_t defaultData() const override { return 10'000'000; }
 
-  void load(Engine& engine, const RunOptions& opts,
-            const std::function<void(uint64_t, uint64_t)>& progress) override {
-    loadRecords(engine, kTable, opts.data, opts.threads, progress);
-  }
 
   void run(Session& session, unsigned tid, const RunOptions& opts,
            const std::atomic<bool>& stop, ThreadCounter& counter) override {
@@ -90,10 +87,6 @@ class LookupWorkload : public Workload {
       }
       counter.tx.store(done, std::memory_order_relaxed);
     }
-  }
-
-  std::vector<std::string> check(Engine& engine, const RunOptions& opts) override {
-    return checkRecords(engine, kTable, opts.data, /*exactValues=*/true);
   }
 };
 

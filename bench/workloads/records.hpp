@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "workload.hpp"
 
 namespace vmstore::bench::records {
 
@@ -100,6 +101,27 @@ void loadRecords(Engine& engine, int table, uint64_t n, unsigned threads,
 // carry its key's tag, and with exactValues equal its version-0 value. Keys >= n (YCSB
 // inserts) are only tag-checked.
 std::vector<std::string> checkRecords(Engine& engine, int table, uint64_t n, bool exactValues);
+
+// A workload over one table of these records (lookup, scan, the YCSB workloads): load()
+// is loadRecords, check() is checkRecords (exact values unless the workload updates
+// them).
+class RecordsWorkload : public Workload {
+ public:
+  explicit RecordsWorkload(bool exactValues) : exactValues_(exactValues) {}
+  void load(Engine& engine, const RunOptions& opts,
+            const std::function<void(uint64_t, uint64_t)>& progress) override {
+    loadRecords(engine, kRecordsTable, opts.data, opts.threads, progress);
+  }
+  std::vector<std::string> check(Engine& engine, const RunOptions& opts) override {
+    return checkRecords(engine, kRecordsTable, opts.data, exactValues_);
+  }
+
+ protected:
+  static constexpr int kRecordsTable = 0;
+
+ private:
+  bool exactValues_;
+};
 
 // Throws std::runtime_error naming the workload, the key and what was wrong.
 [[noreturn]] void wrongAnswer(const std::string& workload, uint64_t key,

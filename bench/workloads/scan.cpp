@@ -17,18 +17,15 @@ namespace {
 
 using namespace records;
 
-constexpr int kTable = 0;
+constexpr int kTable = 0;  // RecordsWorkload's one table
 constexpr unsigned kDefaultScanLength = 10'000;
 
-class ScanWorkload : public Workload {
+class ScanWorkload : public RecordsWorkload {
  public:
+  ScanWorkload() : RecordsWorkload(/*exactValues=*/true) {}
   std::vector<std::string> tables() const override { return {"scan"}; }
   uint64_t defaultData() const override { return 10'000'000; }
 
-  void load(Engine& engine, const RunOptions& opts,
-            const std::function<void(uint64_t, uint64_t)>& progress) override {
-    loadRecords(engine, kTable, opts.data, opts.threads, progress);
-  }
 
   void run(Session& session, unsigned tid, const RunOptions& opts,
            const std::atomic<bool>& stop, ThreadCounter& counter) override {
@@ -51,10 +48,6 @@ class ScanWorkload : public Workload {
       if (expect - first < length && expect != n) wrongAnswer("scan", expect, "scan ended early");
       counter.tx.store(done, std::memory_order_relaxed);
     }
-  }
-
-  std::vector<std::string> check(Engine& engine, const RunOptions& opts) override {
-    return checkRecords(engine, kTable, opts.data, /*exactValues=*/true);
   }
 };
 

@@ -34,7 +34,7 @@ namespace {
 
 using namespace records;
 
-constexpr int kTable = 0;
+constexpr int kTable = 0;  // RecordsWorkload's one table
 constexpr double kZipfianConstant = 0.99;
 constexpr unsigned kMaxScanLength = 100;
 
@@ -114,16 +114,14 @@ struct Mix {
   bool latest;                             // D: the request distribution is `latest`
 };
 
-class YcsbWorkload : public Workload {
+class YcsbWorkload : public RecordsWorkload {
  public:
-  YcsbWorkload(std::string name, Mix mix) : name_(std::move(name)), mix_(mix) {}
+  // Values are updated: check() only checks their tags.
+  YcsbWorkload(std::string name, Mix mix)
+      : RecordsWorkload(/*exactValues=*/false), name_(std::move(name)), mix_(mix) {}
   std::vector<std::string> tables() const override { return {"usertable"}; }
   uint64_t defaultData() const override { return 1'000'000; }
 
-  void load(Engine& engine, const RunOptions& opts,
-            const std::function<void(uint64_t, uint64_t)>& progress) override {
-    loadRecords(engine, kTable, opts.data, opts.threads, progress);
-  }
 
   void run(Session& session, unsigned tid, const RunOptions& opts,
            const std::atomic<bool>& stop, ThreadCounter& counter) override {
@@ -213,10 +211,6 @@ class YcsbWorkload : public Workload {
       }
       counter.tx.store(++done, std::memory_order_relaxed);
     }
-  }
-
-  std::vector<std::string> check(Engine& engine, const RunOptions& opts) override {
-    return checkRecords(engine, kTable, opts.data, /*exactValues=*/false);
   }
 
  private:
