@@ -367,6 +367,8 @@ void runEach(size_t n, size_t width, const std::function<void(size_t)>& fn) {
     auto work = [&] {
       try {
         while (next < n) fn(next++);
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;  // boost.context unwinding a fiber destroyed before it finished
       } catch (...) {
         if (!first) first = std::current_exception();
       }
