@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "os/memory.hpp"
 #include "task/cooperative.hpp"
 #include "vmstore/tasks.hpp"
 
@@ -294,23 +295,7 @@ std::string jsonString(const std::string& s) {
   return out + "\"";
 }
 
-uint64_t tlbShootdowns() {
-  std::ifstream in("/proc/interrupts");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string first;
-    if (!(fields >> first) || first != "TLB:") continue;
-    uint64_t sum = 0;
-    std::string tok;
-    while (fields >> tok &&
-           std::all_of(tok.begin(), tok.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      sum += std::strtoull(tok.c_str(), nullptr, 10);
-    }
-    return sum;
-  }
-  return 0;
-}
+uint64_t tlbShootdowns() { return internal::tlbShootdowns().value_or(0); }
 
 bool isWorkload(const std::string& name) {
   auto names = WorkloadRegistry::instance().names();

@@ -65,6 +65,7 @@ int cmdStats(int argc, char** argv) {
   line("restarts", st.restarts);
   line("release_calls", st.release_calls);
   line("read_ahead_pages", st.read_ahead_pages);
+  line("tlb_shootdowns", st.tlb_shootdowns);
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);
   line("log_file_size", humanBytes(st.log_file_bytes));

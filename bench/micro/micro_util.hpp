@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../workload.hpp"
+#include "os/memory.hpp"
 
 namespace vmstore::bench::micro {
 
@@ -108,27 +109,8 @@ class PerfCounters {
   std::optional<uint64_t> miss_;
 };
 
-// Sum over all CPUs of the "TLB:" row of /proc/interrupts (TLB shootdown IPIs received),
-// or nothing when the row is missing (other architectures, restricted /proc).
-inline std::optional<uint64_t> tlbShootdowns() {
-  std::ifstream in("/proc/interrupts");
-  if (!in) return std::nullopt;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string label;
-    ls >> label;
-    if (label != "TLB:") continue;
-    uint64_t sum = 0;
-    std::string tok;
-    while (ls >> tok) {
-      if (tok.empty() || !std::all_of(tok.begin(), tok.end(), ::isdigit)) break;
-      sum += std::stoull(tok);
-    }
-    return sum;
-  }
-  return std::nullopt;
-}
+// TLB shootdown interrupts of the machine so far (os/memory.hpp), or nothing.
+using internal::tlbShootdowns;
 
 // MemAvailable of /proc/meminfo in bytes (0 if unknown).
 inline uint64_t memAvailableBytes() {

@@ -17,6 +17,10 @@ struct Stats {
   uint64_t restarts = 0;       // optimistic operations that failed validation and retried
   uint64_t release_calls = 0;  // system calls that removed pages from the page table
   uint64_t read_ahead_pages = 0;  // of the misses, pages scans read ahead of need
+  // TLB shootdown interrupts on this machine since open, every process's (the "TLB:"
+  // row of /proc/interrupts; 0 where it is missing). Divided by evictions: the
+  // shootdowns an eviction costs, while this database is what runs.
+  uint64_t tlb_shootdowns = 0;
   // State now.
   uint64_t pool_pages = 0;      // budget of the pool, in 4 KiB pages
   uint64_t resident_pages = 0;  // pages in memory now (never above pool_pages)

@@ -678,6 +678,7 @@ class DbCore {
     d["restarts"] = s.restarts;
     d["release_calls"] = s.release_calls;
     d["read_ahead_pages"] = s.read_ahead_pages;
+    d["tlb_shootdowns"] = s.tlb_shootdowns;
     d["pool_pages"] = s.pool_pages;
     d["resident_pages"] = s.resident_pages;
     d["page_count"] = s.page_count;

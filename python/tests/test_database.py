@@ -75,6 +75,7 @@ def test_sync_and_stats(db):
         "restarts",
         "release_calls",
         "read_ahead_pages",
+        "tlb_shootdowns",
         "pool_pages",
         "resident_pages",
         "page_count",

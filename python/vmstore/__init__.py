@@ -301,7 +301,8 @@ class Database:
     def stats(self) -> dict:
         """The engine's counters as a dict of ints: ``hits``, ``misses``, ``evictions``,
         ``pages_written``, ``restarts``, ``release_calls``, ``read_ahead_pages`` (of the
-        misses, pages scans read ahead; events since open), and
+        misses, pages scans read ahead), ``tlb_shootdowns`` (the machine's, since open;
+        events since open), and
         ``pool_pages``, ``resident_pages``, ``page_count``, ``free_pages``,
         ``file_bytes``, ``trees`` (state now)."""
         return self._core.stats()

@@ -608,6 +608,7 @@ Stats DatabaseImpl::stats() {
   s.recovered_bytes = recovery_.recovered_bytes;
   s.recovered_checkpoint = recovery_.recovered_checkpoint;
   s.recovery_us = recovery_.recovery_us;
+  if (std::optional<uint64_t> tlb = tlbShootdowns(); tlb && *tlb >= tlbAtOpen_) s.tlb_shootdowns = *tlb - tlbAtOpen_;
   try {
     s.trees = catalogEntries().size();
   } catch (const StorageError&) {

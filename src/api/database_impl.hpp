@@ -56,6 +56,7 @@
 #include "btree/btree.hpp"
 #include "buffer/buffer_manager.hpp"
 #include "os/data_file.hpp"
+#include "os/memory.hpp"
 #include "sync/call_gate.hpp"
 #include "sync/key_locks.hpp"
 #include "vmstore/database.hpp"
@@ -176,6 +177,7 @@ class DatabaseImpl {
   bool checkpointerStop_ = false;  // under checkpointerMutex_
   std::atomic<bool> checkpointWanted_{false};
   Stats recovery_;          // the recovered_* and recovery_us fields of stats()
+  uint64_t tlbAtOpen_ = tlbShootdowns().value_or(0);  // for stats().tlb_shootdowns
   std::unique_ptr<BufferManager> bm_;
   std::unique_ptr<BTree> catalog_;
   Superblock sb_;  // of the last committed checkpoint (under checkpointMutex_ after open)

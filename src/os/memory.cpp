@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
 #include <fstream>
 #include <string>
 
@@ -58,6 +61,25 @@ uint64_t usableMemoryBytes() {
     if (limit != 0 && (best == 0 || limit < best)) best = limit;
   }
   return best;
+}
+
+std::optional<uint64_t> tlbShootdowns() {
+  std::ifstream in("/proc/interrupts");
+  if (!in) return std::nullopt;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string label;
+    if (!(fields >> label) || label != "TLB:") continue;
+    uint64_t sum = 0;
+    std::string tok;
+    while (fields >> tok && !tok.empty() &&
+           std::all_of(tok.begin(), tok.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      sum += std::strtoull(tok.c_str(), nullptr, 10);
+    }
+    return sum;
+  }
+  return std::nullopt;
 }
 
 }  // namespace vmstore::internal

@@ -5,9 +5,13 @@
 //   when that is lower (cgroup v1 memory.limit_in_bytes or v2 memory.max); 0 if unknown.
 // - parseProcCgroupLine(line, &out): one line of /proc/<pid>/cgroup, "ID:CONTROLLERS:PATH"
 //   (v2: "0::PATH", CONTROLLERS empty); false when the line has fewer than two colons.
+// - tlbShootdowns(): TLB shootdown interrupts received by all CPUs of this machine since
+//   boot (the "TLB:" row of /proc/interrupts, every process's), or nothing where the row
+//   is missing (other architectures, a restricted /proc).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace vmstore::internal {
@@ -20,5 +24,7 @@ struct ProcCgroupLine {
   std::string path;
 };
 bool parseProcCgroupLine(const std::string& line, ProcCgroupLine* out);
+
+std::optional<uint64_t> tlbShootdowns();
 
 }  // namespace vmstore::internal
