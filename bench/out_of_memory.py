@@ -39,6 +39,17 @@ def run_json(cmd):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def run_bench(cmd, warmup):
+    """A `vmstore bench` workload run: its JSON line, and its page misses per second in
+    the measured phase (the mean of the per-second rows after the warm-up's)."""
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    lines = out.strip().splitlines()
+    header = lines[0].split(",")
+    rows = [line.split(",") for line in lines[1:-1]][warmup:]
+    misses = [int(r[header.index("page_misses")]) for r in rows]
+    return json.loads(lines[-1]), sum(misses) / max(1, len(misses))
+
+
 def size_bytes(text):
     m = re.fullmatch(r"(\d+)([KMGT]?)", text)
     if not m:
@@ -87,11 +98,10 @@ def main():
         cmd = [args.vmstore, "bench", "lookup", "--data=%d" % args.data, "--pool=" + args.pool,
                "--threads=%d" % args.threads, "--seconds=%g" % args.seconds, "--warmup=%d" % args.warmup,
                "--dir=" + d] + extra
-        r = run_json(cmd)
+        r, misses_per_s = run_bench(cmd, args.warmup)
         data_bytes = os.path.getsize(os.path.join(d, "data.vms"))
         results[mode] = r["tx_per_s"]
-        rows.append(("vmstore " + mode, r["tx_per_s"], r["page_misses"] / r["seconds"], data_bytes,
-                     " ".join(cmd)))
+        rows.append(("vmstore " + mode, r["tx_per_s"], round(misses_per_s), data_bytes, " ".join(cmd)))
         if not args.keep:
             shutil.rmtree(d, ignore_errors=True)
 
