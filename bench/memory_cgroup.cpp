@@ -246,42 +246,26 @@ std::unique_ptr<MemoryCgroup> MemoryCgroup::make(uint64_t limitBytes, std::strin
     *why = "cannot create the cgroup " + dir + ": " + std::strerror(errno);
     return nullptr;
   }
-  // From here on the destructor removes the directory on every failure.
-  std::string swap;
-  if (place.version == 1) {
-    swap = machineHasSwap() ? "" : "no swap on this machine; ";
-    if (!writeFile(dir + "/memory.limit_in_bytes", std::to_string(limitBytes), why)) {
-      ::rmdir(dir.c_str());
-      return nullptr;
-    }
-    if (exists(dir + "/memory.memsw.limit_in_bytes")) {
-      if (!writeFile(dir + "/memory.memsw.limit_in_bytes", std::to_string(limitBytes), why)) {
-        ::rmdir(dir.c_str());
-        return nullptr;
-      }
-      swap += "memory+swap limited to the same (memsw)";
-    } else {
-      std::string ignored;
-      swap += writeFile(dir + "/memory.swappiness", "0", &ignored) ? "swappiness 0"
-                                                                   : "swap not bounded";
-    }
+  // From here on, the object's destructor removes the directory on every failure.
+  std::unique_ptr<MemoryCgroup> cgroup(new MemoryCgroup(place.version, dir, limitBytes, ""));
+  const bool v1 = place.version == 1;
+  // The memory limit, then swap: v1 bounds memory+swap by the same limit (memsw), v2
+  // allows no swap at all.
+  const std::string limitFile = dir + (v1 ? "/memory.limit_in_bytes" : "/memory.max");
+  const std::string swapFile = dir + (v1 ? "/memory.memsw.limit_in_bytes" : "/memory.swap.max");
+  if (!writeFile(limitFile, std::to_string(limitBytes), why)) return nullptr;
+  std::string swap = machineHasSwap() ? "" : "no swap on this machine; ";
+  if (exists(swapFile)) {
+    if (!writeFile(swapFile, v1 ? std::to_string(limitBytes) : "0", why)) return nullptr;
+    swap += v1 ? "memory+swap limited to the same (memsw)" : "memory.swap.max 0";
+  } else if (v1) {
+    std::string ignored;
+    swap += writeFile(dir + "/memory.swappiness", "0", &ignored) ? "swappiness 0" : "swap not bounded";
   } else {
-    swap = machineHasSwap() ? "" : "no swap on this machine; ";
-    if (!writeFile(dir + "/memory.max", std::to_string(limitBytes), why)) {
-      ::rmdir(dir.c_str());
-      return nullptr;
-    }
-    if (exists(dir + "/memory.swap.max")) {
-      if (!writeFile(dir + "/memory.swap.max", "0", why)) {
-        ::rmdir(dir.c_str());
-        return nullptr;
-      }
-      swap += "memory.swap.max 0";
-    } else {
-      swap += "swap not accounted";
-    }
+    swap += "swap not accounted";
   }
-  return std::unique_ptr<MemoryCgroup>(new MemoryCgroup(place.version, dir, limitBytes, swap));
+  cgroup->swap_ = swap;
+  return cgroup;
 }
 
 MemoryCgroup::~MemoryCgroup() {

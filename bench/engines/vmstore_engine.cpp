@@ -241,7 +241,8 @@ void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, s
   for (;;) {
     const bool haveWrite = reverse ? down != writes.begin() : up != writes.end();
     if (!it.valid() && !haveWrite) break;
-    const std::string& wkey = haveWrite ? (reverse ? std::prev(down)->first : up->first) : std::string();
+    const std::string_view wkey = haveWrite ? std::string_view(reverse ? std::prev(down)->first : up->first)
+                                            : std::string_view();
     // < 0: the tree's entry comes first in the scan's direction.
     int order;
     if (!haveWrite) {
