@@ -3,12 +3,14 @@
 // the out-of-memory case with --memory-bound=both runs once in a memory cgroup of the pool
 // plus the allowance (or, where no cgroup can be made, says so and labels every run
 // unbounded) and once unbounded, each under its own label in summary.csv and results.jsonl.
+// A workload run's bad --scan-length and --warmup are usage errors too.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "child_run.hpp"
@@ -30,8 +32,9 @@ struct CliRun {
   std::string err;
 };
 
-CliRun suite(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), {VMSTORE_CLI_PATH, "bench", "suite"});
+// `vmstore bench ARGS...`, its stderr kept.
+CliRun bench(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), {VMSTORE_CLI_PATH, "bench"});
   CliRun run;
   std::string why;
   const std::string errPath = dir.file("stderr.txt");
@@ -49,6 +52,11 @@ std::string readAll(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+CliRun suite(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), "suite");
+  return bench(dir, std::move(args));
 }
 
 #define SKIP_WITHOUT_CLI() \
@@ -74,6 +82,27 @@ TEST(BenchSuiteMemoryBound, BadValuesAreUsageErrors) {
     EXPECT_NE(run.err.find(c.says), std::string::npos) << c.args[0] << ": " << run.err;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run wrote results";
+}
+
+TEST(BenchOptions, BadScanLengthAndWarmupAreUsageErrors) {
+  SKIP_WITHOUT_CLI();
+  vmsunit::ScratchDir dir;
+  const std::string db = "--dir=" + dir.file("never");
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"lookup", "--scan-length=5", db}, "--scan-length is for the scan workload"},
+      {{"scan", "--scan-length=0", db}, "--scan-length=0: must be at least 1"},
+      {{"scan", "--warmup=4000", db}, "--warmup: at most 3600 seconds"},
+      {{"scan", "--warmup=soon", db}, "--warmup=soon: not a count"},
+  };
+  for (const Case& c : cases) {
+    CliRun run = bench(dir, c.args);
+    EXPECT_EQ(run.result.exitCode, 2) << c.args[1] << ": " << run.err;
+    EXPECT_NE(run.err.find(c.says), std::string::npos) << c.args[1] << ": " << run.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run made a database";
 }
 
 TEST(BenchSuiteMemoryBound, OutOfMemoryCaseBoundedAndUnboundedSideBySide) {
