@@ -65,7 +65,7 @@ enum {
 };
 
 #define VMS_MAX_KEY_SIZE 1024
-#define VMS_MAX_VALUE_SIZE 4000
+#define VMS_MAX_VALUE_SIZE ((size_t)1 << 30) /* 1 GiB; one value may take at most half of pool_size */
 
 const char* vms_strerror(int rc);
 /* Detail message of the last failed call on this thread ("" if none). */

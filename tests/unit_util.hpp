@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -36,6 +37,32 @@
 namespace vmsunit {
 
 namespace fs = std::filesystem;
+
+// `size` bytes of address space that read as zeros and take no memory until written:
+// for passing lengths beyond the limits (which must be refused unread) without
+// allocating them.
+class ZeroBuffer {
+ public:
+  explicit ZeroBuffer(size_t size) : size_(size) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<char*>(p);
+  }
+  ~ZeroBuffer() { munmap(data_, size_); }
+  ZeroBuffer(const ZeroBuffer&) = delete;
+  ZeroBuffer& operator=(const ZeroBuffer&) = delete;
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  char* data_;
+  size_t size_;
+};
+
+// The largest value most tests use: one that takes a page of its own (the limit before
+// variable-size pages). Values beyond it have tests of their own.
+inline constexpr size_t kOnePageValue = 4000;
 
 // True when VMSTORE_TEST_SCALE=small (the sanitizer runs): tests shrink their sizes.
 inline bool smallScale() {

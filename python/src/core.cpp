@@ -319,14 +319,15 @@ class TreeCore {
   std::optional<nb::bytes> lookup(nb::handle key) {
     s_->checkUsable();
     BytesArg k(key, "key");
-    // Values are at most kMaxValueSize bytes: one copy into the stack, one into the bytes.
-    char buf[vmstore::kMaxValueSize];
+    // A value of up to a page: one copy into the stack, one into the bytes; a larger one
+    // is read again into a string.
+    char buf[vmstore::kPageSize];
     size_t vlen = 0;
     Status st;
     std::string big;
     s_->shared->run([&] {
       st = s_->tree->get(k.view(), std::as_writable_bytes(std::span(buf)), &vlen);
-      if (st.ok() && vlen > sizeof buf) st = s_->tree->get(k.view(), &big);  // a future larger limit
+      if (st.ok() && vlen > sizeof buf) st = s_->tree->get(k.view(), &big);
     });
     if (st.isNotFound()) return std::nullopt;
     if (!st.ok()) raiseStatus(st);

@@ -1,6 +1,7 @@
 """Every exception the binding raises, and that bad input changes nothing stored."""
 
 import errno
+import mmap
 import os
 
 import pytest
@@ -48,15 +49,20 @@ def test_type_error_for_non_bytes(tree, bad):
 
 
 def test_limits(tree):
-    tree[b"k" * vmstore.MAX_KEY_SIZE] = b"v" * vmstore.MAX_VALUE_SIZE
-    assert tree[b"k" * vmstore.MAX_KEY_SIZE] == b"v" * vmstore.MAX_VALUE_SIZE
+    assert vmstore.MAX_VALUE_SIZE == 1 << 30
+    big = b"v" * ((8 << 20) - 40)  # the largest value a 16 MiB pool holds (half of it)
+    tree[b"k" * vmstore.MAX_KEY_SIZE] = big
+    assert tree[b"k" * vmstore.MAX_KEY_SIZE] == big
     with pytest.raises(ValueError) as info:
         tree[b"k" * (vmstore.MAX_KEY_SIZE + 1)] = b"v"
     assert isinstance(info.value, vmstore.TooBigError)
     assert "1025" in str(info.value)
     assert info.value.code == -5
     with pytest.raises(vmstore.TooBigError):
-        tree[b"small"] = b"v" * (vmstore.MAX_VALUE_SIZE + 1)
+        tree[b"small"] = memoryview(mmap.mmap(-1, vmstore.MAX_VALUE_SIZE + 1))  # zero pages, unread
+    with pytest.raises(vmstore.NoMemoryError) as info:
+        tree[b"small"] = big + b"v"  # over half the pool
+    assert "pool_size" in str(info.value)
     with pytest.raises(vmstore.TooBigError):
         tree[b"k" * (vmstore.MAX_KEY_SIZE + 1)]
     with pytest.raises(vmstore.TooBigError):

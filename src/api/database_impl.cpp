@@ -559,7 +559,7 @@ Status DatabaseImpl::dropTree(std::string_view name) {
     markChanged();
     // Everything that may fail (reading the tree's pages, changing the catalog) comes
     // before anything that cannot be undone: a failed drop changes nothing.
-    std::vector<uint64_t> pages;
+    std::vector<PageRun> pages;
     auto savedRoot = std::make_unique<Page>();
     impl->btree.drop(&pages, savedRoot.get());
     try {
@@ -577,7 +577,7 @@ Status DatabaseImpl::dropTree(std::string_view name) {
       trees_.erase(it);
     }
     droppedTrees_.push_back(std::move(temp));  // its handle stays valid until close
-    for (uint64_t pid : pages) bm_->freePageById(pid);
+    for (const PageRun& r : pages) bm_->freeSpan(r.pid, r.pages);
     return Status::OK();
   });
 }
@@ -690,11 +690,14 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
   Status st = (this->*allowed)();
   if (!st.ok()) return st;
   uint64_t lsn = 0;
+  bool unlogged = false;
   for (;;) {
     Lock gate(writeGate_, std::defer_lock);
     task::acquire(gate);
     size_t size = 0;
-    if (logging()) {
+    if (logging() && recordSize(ops) > unloggedRecordBytes()) {
+      unlogged = true;  // too large for the log: a checkpoint makes it durable below
+    } else if (logging()) {
       size = recordSize(ops);
       st = log_.reserve(size);
       if (st.code() == Status::Code::kBusy) {
@@ -723,6 +726,14 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
       }
     }
     break;
+  }
+  if (unlogged && st.ok()) {
+    // Durable once a checkpoint whose cut follows the change has committed. Waited for
+    // with async durability too: a later logged write must not outlive this one.
+    st = checkpoint();
+    if (!st.ok()) {
+      return Status(st.code(), "the write was applied but could not be made durable: " + st.message());
+    }
   }
   return afterWrite(st, lsn);
 }

@@ -145,6 +145,9 @@ class DatabaseImpl {
   template <class Lock, class Fn>
   Status writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change);
   bool logging() const { return log_.writing() && !replaying_; }
+  // A write whose log record would exceed this (a value of tens of MiB) is not logged:
+  // its call returns once a checkpoint that holds it has committed (see DESIGN.md).
+  size_t unloggedRecordBytes() const { return options_.log_size / 16; }
   // Waits for the log flush covering lsn (durability sync), then runs the checkpoint the
   // log or journal size asks for.
   Status afterWrite(Status st, uint64_t lsn);

@@ -10,7 +10,10 @@
 //   block writers. put/remove lock only the nodes they change; a split also locks the
 //   parent, a merge the parent and one sibling.
 // - Values whose key+value exceed BTreeNode::kMaxEntry are stored in a page of their own
-//   (kMaxValueSize bounds them); the leaf keeps a reference.
+//   (kMaxValueSize bounds them), a variable-size page of as many ids as the value needs
+//   (contiguous in memory); the leaf keeps a reference (page id and length). A value of
+//   one page is read optimistically; a larger one under a shared lock, taken while the
+//   leaf is held shared so that the reference stays current.
 // - Every method may throw StorageError (I/O, corruption, no space); a dropped tree
 //   throws StorageError(NotFound). Nothing else escapes.
 // - Keys and values must already be within the documented limits (the API checks).
@@ -88,7 +91,7 @@ class BasicBTree {
   // the tree (nodes and value pages) in *pages for the caller to free; the root's former
   // content goes to *savedRoot. If a page cannot be read, the root is restored and the
   // error thrown: nothing changed. undrop() restores a dropped root from savedRoot.
-  void drop(std::vector<uint64_t>* pages, Page* savedRoot);
+  void drop(std::vector<PageRun>* pages, Page* savedRoot);
   void undrop(const Page* savedRoot);
   bool isDropped();
 
@@ -124,8 +127,8 @@ class BasicBTree {
       return 0;  // a buffer manager without read-ahead (bench/hashbm)
     }
   }
-  // Returns the id of a value page the new entry replaced (to free), or kNoPage.
-  uint64_t insertEntry(Bytes key, Bytes payload, bool outOfLine);
+  // Returns the value the new entry replaced (to free; pid kNoPage if none).
+  ValueRef insertEntry(Bytes key, Bytes payload, bool outOfLine);
   // Splits node (parent may be unheld only for the root). False if the parent had to be
   // split first; either way the caller restarts its operation.
   bool split(NodeX& node, NodeX& parent, Bytes key);
@@ -133,8 +136,12 @@ class BasicBTree {
   void mergeUnderfull(Bytes key, uint64_t pid);
   void shrinkRoot();
   uint64_t writeValuePage(Bytes value);
-  void freeValuePage(uint64_t pid);
+  void freeValuePage(ValueRef ref);
   void copyValue(NodeO& leaf, unsigned pos, std::string* out);
+  // Calls fn(data, len) on the out-of-line value ref of leaf (see the contract): fn may
+  // see torn bytes of a one-page value (it must only copy; validation follows).
+  template <class Fn>
+  void withValue(NodeO& leaf, ValueRef ref, Fn&& fn);
   [[noreturn]] void throwCorrupt(uint64_t pid, const std::string& what);
 
   BM& bm_;

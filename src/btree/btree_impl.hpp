@@ -17,7 +17,9 @@ namespace btree_detail {
 constexpr unsigned kKeyBuf = kMaxKeySize * 2;
 constexpr unsigned kMaxSlots = (kPageSize - BTreeNode::kHeaderSize) / BTreeNode::kSlotSize;
 
-// A value stored out of line: one page, header then the bytes.
+// A value stored out of line: a page of its own, header then the bytes. A value longer
+// than one page's room is a variable-size page (buffer_manager.hpp) of as many ids as it
+// needs: the bytes are contiguous in memory, `data` runs on past the first 4 KiB.
 struct ValuePage {
   PageHeader page;
   uint32_t len;
@@ -25,7 +27,15 @@ struct ValuePage {
   uint8_t data[kPageSize - sizeof(PageHeader) - 8];
 };
 static_assert(sizeof(ValuePage) == kPageSize);
-static_assert(sizeof(ValuePage::data) >= kMaxValueSize);
+constexpr size_t kValueHeader = offsetof(ValuePage, data);
+// The ids a value of len bytes takes.
+constexpr uint64_t valuePages(uint64_t len) { return (kValueHeader + len + kPageSize - 1) / kPageSize; }
+static_assert(valuePages(kMaxValueSize) <= kMaxSpanPages);
+
+// Whether the buffer manager offers variable-size pages (the hash-table baseline of the
+// benchmarks does not: values over one page are refused there).
+template <class BM>
+constexpr bool kHasSpans = requires(BM& bm) { bm.allocSpan(PageKind::kValue, 2); };
 
 // Runs fn until it completes without an optimistic-validation Restart.
 template <class Fn>
@@ -93,16 +103,11 @@ bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
       return true;
     }
     ValueRef ref = valueRefAt(node.get(), pos);
-    GuardO<ValuePage, BM> value(bm_, ref.pid, node);
-    size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
-    if (cap > 0) std::memcpy(buf, value->data, std::min(n, cap));
-    value.validate();
+    withValue(node, ref, [&](const uint8_t* data, size_t n) {
+      if (cap > 0) std::memcpy(buf, data, std::min(n, cap));
+    });
     node.validate();
-    if (value->page.kind != PageKind::kValue || value->len != ref.len) {
-      value.validate();
-      throwCorrupt(ref.pid, "not the value page its leaf refers to");
-    }
-    *vlen = n;
+    *vlen = ref.len;
     return true;
   });
 }
@@ -114,15 +119,51 @@ void BasicBTree<BM>::copyValue(NodeO& leaf, unsigned pos, std::string* out) {
     out->assign(reinterpret_cast<const char*>(leaf->payloadPtr(pos)), n);
     return;
   }
-  ValueRef ref = valueRefAt(leaf.get(), pos);
-  GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
-  size_t n = std::min<size_t>(ref.len, sizeof(ValuePage::data));
-  out->assign(reinterpret_cast<const char*>(value->data), n);
-  bool intact = value->page.kind == PageKind::kValue && value->len == ref.len;
-  value.validate();
-  if (!intact) {
-    leaf.validate();
-    throwCorrupt(ref.pid, "not the value page its leaf refers to");
+  withValue(leaf, valueRefAt(leaf.get(), pos),
+            [&](const uint8_t* data, size_t n) { out->assign(reinterpret_cast<const char*>(data), n); });
+}
+
+template <class BM>
+template <class Fn>
+void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
+  const uint64_t pages = valuePages(ref.len);
+  if (pages == 1) {
+    // Optimistic: fn copies what may be torn; the validation below discards it.
+    GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
+    bool intact = value->page.kind == PageKind::kValue && value->len == ref.len;
+    if (intact) fn(value->data, ref.len);
+    value.validate();
+    if (!intact) {
+      leaf.validate();
+      throwCorrupt(ref.pid, "not the value page its leaf refers to");
+    }
+    return;
+  }
+  if constexpr (!kHasSpans<BM>) {
+    throwCorrupt(ref.pid, "a value over one page, which this buffer manager cannot hold");
+  } else {
+    // The leaf held shared while the value is fixed (and maybe read from storage): a
+    // writer changes the leaf before it frees a value, so the reference stays current
+    // and the ids it names stay this value's.
+    if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
+    Page* page;
+    try {
+      page = bm_.fixS(ref.pid, pages);
+    } catch (...) {
+      bm_.unfixS(leaf.pid());
+      throw;
+    }
+    bm_.unfixS(leaf.pid());
+    struct Unfix {
+      BM& bm;
+      uint64_t pid;
+      ~Unfix() { bm.unfixS(pid); }
+    } unfix{bm_, ref.pid};
+    const auto* value = reinterpret_cast<const ValuePage*>(page);
+    if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+      throwCorrupt(ref.pid, "not the value page its leaf refers to");
+    }
+    fn(value->data, static_cast<size_t>(ref.len));
   }
 }
 
@@ -142,38 +183,51 @@ bool BasicBTree<BM>::getString(Bytes key, std::string* value) {
 
 template <class BM>
 uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
-  GuardX<ValuePage, BM> page(bm_, bm_.allocPage(PageKind::kValue));
+  const uint64_t pages = valuePages(value.size());
+  Page* p;
+  if constexpr (kHasSpans<BM>) {
+    p = bm_.allocSpan(PageKind::kValue, pages);
+  } else {
+    if (pages > 1) throw StorageError(Status::TooBig("values over one page need variable-size pages, which this buffer manager lacks"));
+    p = bm_.allocPage(PageKind::kValue);
+  }
+  GuardX<ValuePage, BM> page(bm_, p);
   page->len = static_cast<uint32_t>(value.size());
   std::memcpy(page->data, value.data(), value.size());
   return page.pid();
 }
 
 template <class BM>
-void BasicBTree<BM>::freeValuePage(uint64_t pid) {
-  bm_.freePageById(pid);  // never read from storage: a failed read must not undo a done change
+void BasicBTree<BM>::freeValuePage(ValueRef ref) {
+  // Never read from storage: a failed read must not undo a done change.
+  if constexpr (kHasSpans<BM>) {
+    bm_.freeSpan(ref.pid, valuePages(ref.len));
+  } else {
+    bm_.freePageById(ref.pid);
+  }
 }
 
 template <class BM>
 void BasicBTree<BM>::put(Bytes key, Bytes value) {
   bool outOfLine = key.size() + value.size() > BTreeNode::kMaxEntry;
   if (!outOfLine) {
-    uint64_t old = insertEntry(key, value, false);
-    if (old != kNoPage) freeValuePage(old);
+    ValueRef old = insertEntry(key, value, false);
+    if (old.pid != kNoPage) freeValuePage(old);
     return;
   }
   ValueRef ref{writeValuePage(value), static_cast<uint32_t>(value.size())};
-  uint64_t old;
+  ValueRef old;
   try {
     old = insertEntry(key, Bytes(reinterpret_cast<const uint8_t*>(&ref), sizeof(ref)), true);
   } catch (...) {
-    freeValuePage(ref.pid);
+    freeValuePage(ref);
     throw;
   }
-  if (old != kNoPage) freeValuePage(old);
+  if (old.pid != kNoPage) freeValuePage(old);
 }
 
 template <class BM>
-uint64_t BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
+typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
   unsigned klen = static_cast<unsigned>(key.size());
   unsigned plen = static_cast<unsigned>(payload.size());
   for (unsigned attempt = 0;; attempt++) {
@@ -188,11 +242,8 @@ uint64_t BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
         // Replace in place if the new entry fits once the old one is gone.
         unsigned freed = BTreeNode::kSlotSize + node->slot[pos].keyLen + node->payloadLen(pos);
         if (node->spaceNeeded(klen, plen) <= node->freeSpaceAfterCompaction() + freed) {
-          uint64_t old = kNoPage;
-          if (node->outOfLine(pos)) {
-            ValueRef ref = valueRefAt(node.get(), pos);
-            old = ref.pid;
-          }
+          ValueRef old{kNoPage, 0};
+          if (node->outOfLine(pos)) old = valueRefAt(node.get(), pos);
           node->removeSlot(pos);
           node->makeSpaceFor(klen, plen);
           node->insert(key, payload, outOfLine);
@@ -200,7 +251,7 @@ uint64_t BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
         }
       } else if (node->makeSpaceFor(klen, plen)) {
         node->insert(key, payload, outOfLine);
-        return kNoPage;
+        return ValueRef{kNoPage, 0};
       }
       NodeX parent;
       if (parentO.held()) parent = NodeX(std::move(parentO));
@@ -293,16 +344,13 @@ bool BasicBTree<BM>::remove(Bytes key) {
       return false;
     }
     NodeX node(std::move(nodeO));
-    uint64_t valuePage = kNoPage;
-    if (node->outOfLine(pos)) {
-      ValueRef ref = valueRefAt(node.get(), pos);
-      valuePage = ref.pid;
-    }
+    ValueRef value{kNoPage, 0};
+    if (node->outOfLine(pos)) value = valueRefAt(node.get(), pos);
     node->removeSlot(pos);
     bool underfull = node->underfull();
     uint64_t pid = node.pid();
     node.release();
-    if (valuePage != kNoPage) freeValuePage(valuePage);
+    if (value.pid != kNoPage) freeValuePage(value);
     if (underfull && pid != root_) mergeUnderfull(key, pid);
     return true;
   });
@@ -446,7 +494,7 @@ bool BasicBTree<BM>::isDropped() {
 }
 
 template <class BM>
-void BasicBTree<BM>::drop(std::vector<uint64_t>* pages, Page* savedRoot) {
+void BasicBTree<BM>::drop(std::vector<PageRun>* pages, Page* savedRoot) {
   pages->clear();
   {
     NodeX root(bm_, root_);
@@ -464,7 +512,8 @@ void BasicBTree<BM>::drop(std::vector<uint64_t>* pages, Page* savedRoot) {
         if (node->isInner()) {
           pending.push_back(node->child(i));
         } else if (node->outOfLine(i)) {
-          pages->push_back(valueRefAt(node, i).pid);
+          ValueRef ref = valueRefAt(node, i);
+          pages->push_back({ref.pid, valuePages(ref.len)});
         }
       }
       if (node->isInner()) pending.push_back(node->upper);
@@ -473,7 +522,7 @@ void BasicBTree<BM>::drop(std::vector<uint64_t>* pages, Page* savedRoot) {
     while (!pending.empty()) {
       uint64_t pid = pending.back();
       pending.pop_back();
-      pages->push_back(pid);
+      pages->push_back({pid, 1});
       GuardS<BTreeNode, BM> node(bm_, pid);
       visit(node.get());
     }
@@ -531,13 +580,20 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
         for (unsigned i = 0; i < node->count; i++) {
           if (!node->outOfLine(i)) continue;
           ValueRef ref = valueRefAt(node.get(), i);
-          pages->push_back(ref.pid);
-          counted.value_pages++;
+          const uint64_t n = valuePages(ref.len);
+          for (uint64_t id = ref.pid; id < ref.pid + n; id++) pages->push_back(id);
+          counted.value_pages += n;
           try {
-            GuardS<ValuePage, BM> value(bm_, ref.pid);
-            if (value->page.kind != PageKind::kValue || value->len != ref.len) {
-              problem(ref.pid, "value page does not match its reference");
+            bool matches;
+            if constexpr (kHasSpans<BM>) {
+              const auto* value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, n));
+              matches = value->page.kind == PageKind::kValue && value->len == ref.len;
+              bm_.unfixS(ref.pid);
+            } else {
+              GuardS<ValuePage, BM> value(bm_, ref.pid);
+              matches = value->page.kind == PageKind::kValue && value->len == ref.len;
             }
+            if (!matches) problem(ref.pid, "value page does not match its reference");
           } catch (const StorageError& e) {
             problem(ref.pid, e.status().message());
           }

@@ -20,6 +20,7 @@ constexpr uint64_t kStateChunk = 1 << 16;  // states are initialized this many a
 uint64_t stateAreaPages(uint64_t maxPages) {
   return (maxPages * sizeof(PageState) + kPageSize - 1) / kPageSize;
 }
+uint64_t tailAreaPages(uint64_t maxPages) { return ((maxPages + 63) / 64 * 8 + kPageSize - 1) / kPageSize; }
 
 }  // namespace
 
@@ -31,6 +32,8 @@ BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPag
       pages_(maxPages, kGuardBytes),
       stateArea_(stateAreaPages(maxPages), 0),
       states_(reinterpret_cast<PageState*>(stateArea_.base())),
+      tailArea_(tailAreaPages(maxPages), 0),
+      tails_(reinterpret_cast<std::atomic<uint64_t>*>(tailArea_.base())),
       pageCount_(pageCount),
       resident_(poolPages),
       fileStore_(file),
@@ -137,7 +140,7 @@ Page* BufferManager::fixX(uint64_t pid) {
   }
 }
 
-Page* BufferManager::fixS(uint64_t pid) {
+Page* BufferManager::fixS(uint64_t pid, uint64_t pages) {
   checkExists(pid);
   PageState& ps = state(pid);
   bool missed = false;
@@ -146,7 +149,7 @@ Page* BufferManager::fixS(uint64_t pid) {
     uint64_t s = PageState::stateOf(w);
     if (s == PageState::kEvicted) {
       if (ps.tryLockX(w)) {
-        readInLocked(pid);
+        readInLocked(pid, pages);
         missed = true;
         ps.unlockX();
       }
@@ -183,24 +186,31 @@ uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
   }
 }
 
-void BufferManager::readInLocked(uint64_t pid) {
+void BufferManager::readInLocked(uint64_t pid, uint64_t pages) {
+  if (pages == 1 && isTail(pid)) {
+    // A stale reference: its frame belongs to a live variable-size page. Touch nothing.
+    state(pid).unlockXEvicted();
+    throw StorageError(Status::Corruption("page " + std::to_string(pid) + " is part of a variable-size page"));
+  }
   try {
-    reserveFrame(true);
+    if (pages > 1) checkSpan(pages);
+    reserveFrames(pages, true);
   } catch (...) {
     state(pid).unlockXEvicted();
     throw;
   }
   Page* p = pageAt(pid);
-  Status st = store_->readPage(pid, p);
-  if (st.ok() && !pageIsIntact(p, pid)) {
-    st = Status::Corruption("page " + std::to_string(pid) + " of " + file_->path() +
-                            " is damaged (checksum or page id mismatch)");
+  Status st = store_->readPage(pid, p, pages);
+  if (st.ok() && !pageIsIntact(p, pid, pages)) {
+    st = Status::Corruption("page " + std::to_string(pid) + (pages > 1 ? " (" + std::to_string(pages) + " pages)" : "") +
+                            " of " + file_->path() + " is damaged (checksum, page id or size mismatch)");
   }
   if (!st.ok()) {
-    releaseFrame(pid);
+    releaseFrame(pid, pages);
     state(pid).unlockXEvicted();
     throw StorageError(st);
   }
+  if (pages > 1) markTails(pid, pages, true);  // already set if it was allocated since open
   resident_.insert(pid);
   counters_.add(Counter::kMisses);
 }
@@ -230,14 +240,43 @@ uint64_t BufferManager::readAhead(std::span<const uint64_t> pids) {
   return read;
 }
 
-void BufferManager::releaseFrame(uint64_t pid) {
+void BufferManager::releaseFrame(uint64_t pid, uint64_t pages) {
   try {
-    pages_.release(std::span<const uint64_t>(&pid, 1));
+    PageRun run{pid, pages};
+    pages_.release(std::span<const PageRun>(&run, 1));
   } catch (const std::system_error&) {
     // The frame stays committed; memory accounting below still frees the budget slot
     // because the page is no longer resident from the pool's point of view.
   }
-  physUsed_.fetch_sub(1, std::memory_order_relaxed);
+  physUsed_.fetch_sub(pages, std::memory_order_relaxed);
+}
+
+void BufferManager::reserveFrames(uint64_t n, bool forRead) {
+  if (n == 1) return reserveFrame(forRead);
+  uint64_t done = 0;
+  try {
+    for (; done < n; done++) reserveFrame(forRead);
+  } catch (...) {
+    physUsed_.fetch_sub(done, std::memory_order_relaxed);
+    throw;
+  }
+}
+
+void BufferManager::checkSpan(uint64_t pages) const {
+  if (pages <= maxSpanPages()) return;
+  throw StorageError(Status::NoMemory("a page of " + std::to_string(pages) + " x 4 KiB does not fit: one object may take at most half of the buffer pool (" +
+                                      std::to_string(maxSpanPages()) + " pages); raise pool_size"));
+}
+
+void BufferManager::markTails(uint64_t pid, uint64_t pages, bool on) {
+  for (uint64_t t = pid + 1; t < pid + pages; t++) {
+    uint64_t bit = 1ull << (t % 64);
+    if (on) {
+      tails_[t / 64].fetch_or(bit, std::memory_order_acq_rel);
+    } else {
+      tails_[t / 64].fetch_and(~bit, std::memory_order_acq_rel);
+    }
+  }
 }
 
 void BufferManager::reserveFrame(bool forRead) {
@@ -342,12 +381,20 @@ void BufferManager::evictBatch(bool byProvider) {
     if (!st.ok()) throw StorageError(st);
     return;
   }
-  // (4) one batched page-table change for all of them. If the kernel fails part-way,
-  // some frames are already zero: every page of the batch is on storage, so all of them
-  // become evicted (a frame that was not released stays committed, unaccounted).
+  // (4) one batched page-table change for all of them (a variable-size page: all its
+  // frames). If the kernel fails part-way, some frames are already zero: every page of
+  // the batch is on storage, so all of them become evicted (a frame that was not
+  // released stays committed, unaccounted).
+  std::vector<PageRun> runs;
+  runs.reserve(locked.size());
+  uint64_t frames = 0;
+  for (uint64_t pid : locked) {
+    runs.push_back({pid, spanOf(pageAt(pid)->header)});
+    frames += runs.back().pages;
+  }
   size_t calls = 0;
   try {
-    calls = pages_.release(locked);
+    calls = pages_.release(runs);
   } catch (const std::system_error&) {
   }
   // (5) forget them and unlock them as evicted (new version: optimistic readers restart).
@@ -355,7 +402,7 @@ void BufferManager::evictBatch(bool byProvider) {
     resident_.remove(pid);
     state(pid).unlockXEvicted();
   }
-  physUsed_.fetch_sub(locked.size(), std::memory_order_relaxed);
+  physUsed_.fetch_sub(frames, std::memory_order_relaxed);
   counters_.add(Counter::kEvictions, locked.size());
   if (byProvider) counters_.add(Counter::kProviderEvictions, locked.size());
   counters_.add(Counter::kReleaseCalls, calls);
@@ -368,7 +415,7 @@ Status BufferManager::writePages(std::span<const uint64_t> pids) {
   for (uint64_t pid : pids) {
     Page* p = pageAt(pid);
     sealPage(p, pid, epochOfTag(__atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED)));
-    writes.push_back({pid, p});
+    writes.push_back({pid, p, spanOf(p->header)});
   }
   std::sort(writes.begin(), writes.end(), [](const PageWrite& a, const PageWrite& b) { return a.pid < b.pid; });
   Status st = store_->writePages(writes);
@@ -392,7 +439,8 @@ void BufferManager::setEpoch(uint32_t epoch) {
 
 void BufferManager::keepSnapshotImage(uint64_t pid, Page* p, uint8_t tag) {
   uint32_t epoch = epochOfTag(tag);
-  if (copies_.size() < copyCap()) {
+  const uint64_t pages = spanOf(p->header);
+  if (pages == 1 && copies_.size() < copyCap()) {
     std::unique_ptr<Page> image(new (std::nothrow) Page);
     if (image) {
       std::memcpy(image.get(), p, kPageSize);
@@ -400,10 +448,11 @@ void BufferManager::keepSnapshotImage(uint64_t pid, Page* p, uint8_t tag) {
       return;
     }
   }
-  // Past the cap (or out of memory): write the page as it is before it changes.
+  // Past the cap (or out of memory), or a variable-size page: write the page as it is
+  // before it changes.
   std::lock_guard g(evictMutex_);
   sealPage(p, pid, epoch);
-  PageWrite w{pid, p};
+  PageWrite w{pid, p, pages};
   Status st = store_->writePages({&w, 1});
   if (!st.ok()) {
     __atomic_store_n(&p->header.dirty, tag, __ATOMIC_RELAXED);
@@ -475,6 +524,14 @@ Status BufferManager::flushDirty(uint8_t tag) {
           continue;
         }
         d = __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED);  // stable now
+        if (d != 0 && (tag == 0 || d == tag) && spanOf(p->header) > 1) {
+          // A variable-size page is written from the pool, under the shared lock (only
+          // freeing it waits): not copied.
+          Status st = writePages(std::span<const uint64_t>(&pid, 1));
+          ps.unlockS();
+          if (!st.ok()) return st;
+          continue;
+        }
         if (d != 0 && (tag == 0 || d == tag)) {
           Page* copy = &bufs[writes.size()];
           std::memcpy(copy, p, kPageSize);
@@ -558,15 +615,86 @@ void BufferManager::freePageById(uint64_t pid) {
   }
 }
 
-uint64_t BufferManager::growByOne() {
+uint64_t BufferManager::growBy(uint64_t n) {
   uint64_t count = pageCount_.load(std::memory_order_relaxed);
   do {
-    if (count >= maxPages_) {
+    if (count + n > maxPages_) {
       throw StorageError(Status::NoSpace("data file reached max_size (" + std::to_string(maxPages_) + " pages)"));
     }
-    initStatesUpTo(count);
-  } while (!pageCount_.compare_exchange_weak(count, count + 1, std::memory_order_acq_rel));
+    initStatesUpTo(count + n - 1);
+  } while (!pageCount_.compare_exchange_weak(count, count + n, std::memory_order_acq_rel));
   return count;
+}
+
+bool BufferManager::lockFreePage(uint64_t pid) {
+  PageState& ps = state(pid);
+  for (;;) {
+    uint64_t w = ps.load();
+    uint64_t s = PageState::stateOf(w);
+    if (s == PageState::kEvicted) {
+      if (ps.tryLockX(w)) return false;
+    } else if (s == PageState::kUnlocked || s == PageState::kMarked) {
+      if (ps.tryLockX(w)) return true;  // a freed page still in memory
+    } else {
+      ps.waitChange(w);
+    }
+  }
+}
+
+Page* BufferManager::allocSpan(PageKind kind, uint64_t pages) {
+  if (pages == 1) return allocPage(kind);
+  checkSpan(pages);
+  uint64_t pid;
+  if (!freeSpace_.popRun(pages, &pid)) pid = growBy(pages);
+  // Every id of the run locked; frames of freed pages still in memory become the span's.
+  std::vector<uint64_t> wasResident;
+  for (uint64_t i = 0; i < pages; i++) {
+    if (lockFreePage(pid + i)) {
+      resident_.remove(pid + i);
+      wasResident.push_back(pid + i);
+    }
+  }
+  try {
+    reserveFrames(pages - wasResident.size(), false);
+  } catch (...) {
+    releaseFrame(pid, pages);  // frees the budget of the formerly resident ones
+    physUsed_.fetch_add(pages - wasResident.size(), std::memory_order_relaxed);
+    for (uint64_t i = 0; i < pages; i++) state(pid + i).unlockXEvicted();
+    freeSpace_.pushRun(pid, pages);
+    throw;
+  }
+  // Released frames read as zeros; a freed page's frame may hold its old content.
+  for (uint64_t r : wasResident) std::memset(pageAt(r), 0, kPageSize);
+  markTails(pid, pages, true);
+  for (uint64_t i = 1; i < pages; i++) state(pid + i).unlockXEvicted();  // never fixed alone
+  resident_.insert(pid);
+  Page* p = pageAt(pid);
+  std::memset(p, 0, sizeof(PageHeader));
+  p->header.kind = kind;
+  p->header.pid = pid;
+  setSpan(&p->header, pages);
+  markDirty(pid, p);
+  return p;
+}
+
+void BufferManager::freeSpan(uint64_t pid, uint64_t pages) {
+  if (pages == 1) return freePageById(pid);
+  checkExists(pid);
+  if (lockFreePage(pid)) {
+    Page* p = pageAt(pid);
+    try {
+      markDirty(pid, p);  // a page of a checkpoint snapshot is written first
+    } catch (...) {
+      state(pid).unlockX();
+      throw;
+    }
+    __atomic_store_n(&p->header.dirty, 0, __ATOMIC_RELAXED);  // its content is dead
+    resident_.remove(pid);
+    releaseFrame(pid, pages);
+  }
+  markTails(pid, pages, false);
+  state(pid).unlockXEvicted();
+  freeSpace_.pushRun(pid, pages);
 }
 
 void BufferManager::appendFreePages(uint64_t n) {

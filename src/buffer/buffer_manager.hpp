@@ -35,6 +35,17 @@
 //   inside a task it suspends the task. The caller holds no page lock, or pids could
 //   include a page it holds. readAheadPages() is the most a scan asks for at once
 //   (0, the default: scans read no page ahead; the database sets config read_ahead).
+// - Variable-size pages (paper 000 §3.5): allocSpan(kind, n) hands out a page of n
+//   contiguous ids (a free run of that length, best fit, or new ids past the end),
+//   exclusively locked, resident, zeroed and dirty; its head's header says n
+//   (page.hpp) and its head's state word is its only one. It is read in with one read
+//   (fixS(pid, n): the caller knows n, from the reference it followed), written as one
+//   transfer, evicted whole (n frames of the pool budget at once), and freed whole
+//   (freeSpan(pid, n), which also gives its memory back at once). Its ids after the
+//   head (tails) are marked as such while it lives: reading one in on its own (a stale
+//   reference) fails with Corruption before touching memory, which the guards turn into
+//   a restart. A span may take at most half of the pool (maxSpanPages(); larger:
+//   NoMemory). A span is not copied aside for a checkpoint: it is written first.
 // - allocPage() hands out a free page (or grows the file), exclusively locked, zeroed
 //   and dirty. freePage() takes an exclusively locked page and makes it free for reuse.
 //   freePageById() frees an unlocked page without reading it from storage.
@@ -101,7 +112,8 @@ class BufferManager {
 
   Page* fixX(uint64_t pid);
   void unfixX(uint64_t pid) { state(pid).unlockX(); }
-  Page* fixS(uint64_t pid);
+  // pages > 1: the variable-size page of that many ids with its head at pid.
+  Page* fixS(uint64_t pid, uint64_t pages = 1);
   void unfixS(uint64_t pid) { state(pid).unlockS(); }
 
   // The state word to validate an optimistic read of pid against. Clears a mark; on a
@@ -134,6 +146,18 @@ class BufferManager {
     return PageState::stateOf(now) == PageState::kMarked &&
            PageState::versionOf(now) == PageState::versionOf(begin) && ps.tryLockX(now);
   }
+  // Optimistic -> shared without waiting: false if the page changed since `begin`
+  // (or is locked exclusively now). unfixS releases it.
+  bool tryShareAt(uint64_t pid, uint64_t begin) {
+    PageState& ps = state(pid);
+    for (;;) {
+      uint64_t w = ps.load();
+      if (PageState::versionOf(w) != PageState::versionOf(begin)) return false;
+      uint64_t s = PageState::stateOf(w);
+      if (s == PageState::kLocked || s == PageState::kEvicted || s == PageState::kMaxShared) return false;
+      if (ps.tryLockS(w)) return true;
+    }
+  }
   // True when reaching pid would read it from storage (so its parent is checked first).
   bool mayNeedRead(uint64_t pid) const { return PageState::stateOf(state(pid).load()) == PageState::kEvicted; }
   void unfixX(uint64_t pid, Page*) { unfixX(pid); }
@@ -148,9 +172,18 @@ class BufferManager {
 
   // pid is exclusively locked by the caller and evicted: make it resident from storage.
   // On failure the page is unlocked as evicted and StorageError is thrown.
-  void readInLocked(uint64_t pid);
+  void readInLocked(uint64_t pid, uint64_t pages = 1);
 
   Page* allocPage(PageKind kind);
+  // A variable-size page of `pages` ids (see the contract); pages == 1 is allocPage.
+  Page* allocSpan(PageKind kind, uint64_t pages);
+  // Frees the variable-size page at pid (unlocked by the caller; waits for holders),
+  // without reading it from storage.
+  void freeSpan(uint64_t pid, uint64_t pages);
+  uint64_t maxSpanPages() const { return std::min<uint64_t>(poolPages_ / 2, kMaxSpanPages); }
+  bool isTail(uint64_t pid) const {
+    return (tails_[pid / 64].load(std::memory_order_acquire) >> (pid % 64)) & 1;
+  }
   void freePage(uint64_t pid);
   void freePageById(uint64_t pid);
   void appendFreePages(uint64_t n);
@@ -208,12 +241,19 @@ class BufferManager {
   [[noreturn]] void throwNoSuchPage(uint64_t pid) const;
   uint64_t optimisticBeginSlow(uint64_t pid);
   void reserveFrame(bool forRead);
+  void reserveFrames(uint64_t n, bool forRead);  // all or none
+  void checkSpan(uint64_t pages) const;          // NoMemory beyond maxSpanPages()
+  void markTails(uint64_t pid, uint64_t pages, bool on);
+  // Locks pid exclusively (waiting), which must be free (kind kFree or never used);
+  // returns whether it was resident.
+  bool lockFreePage(uint64_t pid);
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
-  void releaseFrame(uint64_t pid);  // a failed read-in: give the frame back
+  void releaseFrame(uint64_t pid, uint64_t pages = 1);  // a failed read-in: give the frames back
   void evictBatch(bool byProvider = false);  // caller holds evictMutex_
   void providerLoop();
   void wakeProvider();
-  uint64_t growByOne();             // a new page id past the end (NoSpace at max_size)
+  uint64_t growByOne() { return growBy(1); }  // a new page id past the end (NoSpace at max_size)
+  uint64_t growBy(uint64_t n);                 // n new contiguous ids past the end
   void initStatesUpTo(uint64_t pid);
   Status writePages(std::span<const uint64_t> pids);  // caller holds evictMutex_
   static uint8_t tagOf(uint32_t epoch) { return static_cast<uint8_t>(1 + (epoch & 1)); }
@@ -232,6 +272,8 @@ class BufferManager {
   VmArea pages_;
   VmArea stateArea_;
   PageState* states_;
+  VmArea tailArea_;                   // one bit per page: a tail of a live variable-size page
+  std::atomic<uint64_t>* tails_;
   std::atomic<uint64_t> pageCount_;
   std::atomic<uint64_t> statesReady_{0};  // states below this are initialized
   std::mutex growMutex_;

@@ -6,7 +6,8 @@ namespace vmstore::internal {
 
 namespace {
 uint32_t checksumOf(const Page* page) {
-  return crc32c(reinterpret_cast<const char*>(page) + kChecksumOffset, kPageSize - kChecksumOffset);
+  return crc32c(reinterpret_cast<const char*>(page) + kChecksumOffset,
+                spanOf(page->header) * kPageSize - kChecksumOffset);
 }
 }  // namespace
 
@@ -19,8 +20,8 @@ void sealPage(Page* page, uint64_t pid, uint32_t epoch) {
   __atomic_store_n(&page->header.checksum, checksumOf(page), __ATOMIC_RELAXED);
 }
 
-bool pageIsIntact(const Page* page, uint64_t pid) {
-  return page->header.pid == pid && page->header.checksum == checksumOf(page);
+bool pageIsIntact(const Page* page, uint64_t pid, uint64_t pages) {
+  return page->header.pid == pid && spanOf(page->header) == pages && page->header.checksum == checksumOf(page);
 }
 
 }  // namespace vmstore::internal

@@ -7,6 +7,12 @@
 // checksum; the buffer manager never interprets it beyond kFree. `epoch` names the
 // checkpoint interval in which the page was written; the page journal (src/wal) accepts
 // a journal frame only for the interval it belongs to.
+//
+// Variable-size pages (paper 000 §3.5): a page may span n contiguous page ids (an
+// extent), one object in virtual memory whose physical frames need not be contiguous.
+// Only its head page has a header; `pages` (0 or 1 for an ordinary page) says how many
+// ids it spans, and the checksum covers all of its n * 4 KiB from byte 8 on. The head's
+// state word is the extent's only one: the ids after it are never fixed on their own.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +37,7 @@ struct PageHeader {
   uint8_t pad[3];
   // --- covered by the checksum from here on ---
   PageKind kind;
-  uint8_t pad2[3];
+  uint8_t pages[3];  // little-endian page count of a variable-size page; 0: one page
   uint32_t epoch;  // the checkpoint interval the page was last written in (page journal)
   uint64_t pid;
   uint64_t lsn;  // reserved for the write-ahead log
@@ -39,6 +45,20 @@ struct PageHeader {
 static_assert(sizeof(PageHeader) == 32);
 
 inline constexpr size_t kChecksumOffset = 8;
+// The most ids one variable-size page may span (the 24-bit count): 64 GiB.
+inline constexpr uint64_t kMaxSpanPages = (1u << 24) - 1;
+
+// The number of ids the page with this header spans (at least 1).
+inline uint64_t spanOf(const PageHeader& h) {
+  uint64_t n = h.pages[0] | (uint64_t{h.pages[1]} << 8) | (uint64_t{h.pages[2]} << 16);
+  return n == 0 ? 1 : n;
+}
+inline void setSpan(PageHeader* h, uint64_t pages) {
+  uint64_t n = pages == 1 ? 0 : pages;
+  h->pages[0] = static_cast<uint8_t>(n);
+  h->pages[1] = static_cast<uint8_t>(n >> 8);
+  h->pages[2] = static_cast<uint8_t>(n >> 16);
+}
 inline constexpr size_t kPagePayload = kPageSize - sizeof(PageHeader);
 
 struct alignas(kPageSize) Page {
@@ -47,9 +67,11 @@ struct alignas(kPageSize) Page {
 };
 static_assert(sizeof(Page) == kPageSize);
 
-// Sets the page's id, epoch and checksum for writing it as page `pid`; clears dirty.
+// Sets the page's id, epoch and checksum (over all spanOf(header) pages) for writing it
+// as page `pid`; clears dirty.
 void sealPage(Page* page, uint64_t pid, uint32_t epoch = 0);
-// True when a page read from storage as `pid` carries its own id and a good checksum.
-bool pageIsIntact(const Page* page, uint64_t pid);
+// True when a page read from storage as `pid` carries its own id, spans `pages` ids
+// (read in whole) and has a good checksum.
+bool pageIsIntact(const Page* page, uint64_t pid, uint64_t pages = 1);
 
 }  // namespace vmstore::internal

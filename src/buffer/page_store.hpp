@@ -1,8 +1,9 @@
 // PageStore: where the buffer manager reads missed pages from and writes dirty pages to.
 //
 // Contract
-// - readPage(pid, buf) fills buf (4 KiB aligned) with the newest stored copy of pid, or
-//   with zeros (which fail the checksum) if pid was never written. It is the miss path:
+// - readPage(pid, buf, pages) fills buf (4 KiB aligned, pages * 4 KiB) with the newest
+//   stored copy of pid, a variable-size page of `pages` ids when pages > 1, or with
+//   zeros (which fail the checksum) if pid was never written. It is the miss path:
 //   inside a task it may suspend the task while the read is in flight (DataFile::
 //   fetchPage), so it holds no lock across the read that another task could need.
 // - writePages(writes) stores sealed pages; on failure none of them may be assumed
@@ -26,7 +27,7 @@ namespace vmstore::internal {
 class PageStore {
  public:
   virtual ~PageStore() = default;
-  virtual Status readPage(uint64_t pid, Page* buf) = 0;
+  virtual Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1) = 0;
   // Each page is sealed with the checkpoint interval it belongs to (header.epoch).
   virtual Status writePages(std::span<const PageWrite> writes) = 0;
 };
@@ -34,7 +35,9 @@ class PageStore {
 class FileStore : public PageStore {
  public:
   explicit FileStore(DataFile* file) : file_(file) {}
-  Status readPage(uint64_t pid, Page* buf) override { return file_->fetchPage(pid, buf); }
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1) override {
+    return pages == 1 ? file_->fetchPage(pid, buf) : file_->readPages(pid, pages, buf);
+  }
   Status writePages(std::span<const PageWrite> writes) override { return file_->writeBatch(writes); }
 
  private:

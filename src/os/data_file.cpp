@@ -169,19 +169,24 @@ Status DataFile::readPages(uint64_t first, size_t n, void* buf) const {
   return Status::OK();
 }
 
-Status DataFile::writePage(uint64_t pid, const void* buf) const {
+Status DataFile::writePage(uint64_t pid, const void* buf, uint64_t pages) const {
   const char* in = static_cast<const char*>(buf);
-  for (int shortWrites = 0;;) {
-    // Always the whole page from its start: O_DIRECT needs aligned offsets. A short
-    // write (only possible when the device fills up) is retried whole, a few times.
-    ssize_t r = io().pwrite(fd_, path_, in, kPageSize, pid * kPageSize);
-    if (r == static_cast<ssize_t>(kPageSize)) return Status::OK();
+  const size_t bytes = pages * kPageSize;
+  size_t done = 0;
+  for (int shortWrites = 0; done < bytes;) {
+    // Whole pages from a page start: O_DIRECT needs aligned offsets. A short write (only
+    // possible when the device fills up) goes on from the last whole page, a few times.
+    ssize_t r = io().pwrite(fd_, path_, in + done, bytes - done, pid * kPageSize + done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return ioStatus("write of page " + std::to_string(pid), errno);
+      return ioStatus("write of page " + std::to_string(pid + done / kPageSize), errno);
     }
-    if (++shortWrites > 3) return ioStatus("write of page " + std::to_string(pid), ENOSPC);
+    size_t whole = static_cast<size_t>(r) / kPageSize * kPageSize;
+    if (whole == bytes - done) return Status::OK();
+    if (++shortWrites > 3) return ioStatus("write of page " + std::to_string(pid + done / kPageSize), ENOSPC);
+    done += whole;
   }
+  return Status::OK();
 }
 
 Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
@@ -197,7 +202,7 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
       for (size_t i = 0; i < n; i++) {
         io_uring_sqe* sqe = io_uring_get_sqe(ring);
         const PageWrite& w = writes[next + i];
-        io_uring_prep_write(sqe, fd_, w.buf, kPageSize, w.pid * kPageSize);
+        io_uring_prep_write(sqe, fd_, w.buf, static_cast<unsigned>(w.pages * kPageSize), w.pid * kPageSize);
         io_uring_sqe_set_data64(sqe, next + i);
       }
       size_t submitted = 0;
@@ -231,7 +236,7 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
         size_t idx = io_uring_cqe_get_data64(cqe);
         int res = cqe->res;
         io_uring_cqe_seen(ring, cqe);
-        if (res == static_cast<int>(kPageSize)) continue;
+        if (static_cast<uint64_t>(res) == writes[idx].pages * kPageSize && res >= 0) continue;
         if (res >= 0 || res == -EINTR || res == -EAGAIN) {
           retry.push_back(idx);
         } else if (failed.ok()) {
@@ -244,11 +249,11 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
   }
 #endif
   for (size_t idx : retry) {
-    Status st = writePage(writes[idx].pid, writes[idx].buf);
+    Status st = writePage(writes[idx].pid, writes[idx].buf, writes[idx].pages);
     if (!st.ok()) return st;
   }
   for (; next < writes.size(); next++) {
-    Status st = writePage(writes[next].pid, writes[next].buf);
+    Status st = writePage(writes[next].pid, writes[next].buf, writes[next].pages);
     if (!st.ok()) return st;
   }
   return Status::OK();

@@ -6,6 +6,7 @@
 //   else with the page cache. Buffers passed to readPage/writePage must be 4 KiB aligned.
 // - readPage past the end of the file fills the missing part with zeros (a page that was
 //   allocated but never written); the caller's checksum check then rejects it.
+// - A PageWrite may span several pages (a variable-size page), written as one transfer.
 // - writeBatch writes many pages with one io_uring submission (all in flight at once)
 //   when liburing is available and the kernel allows it, else one pwrite each; it is
 //   safe from several threads (batches are serialized).
@@ -50,7 +51,8 @@ class DirectoryLock {
 
 struct PageWrite {
   uint64_t pid;
-  const void* buf;  // 4 KiB aligned
+  const void* buf;      // 4 KiB aligned
+  uint64_t pages = 1;   // pages [pid, pid + pages) from buf: a variable-size page
 };
 
 class DataFile {
@@ -69,7 +71,8 @@ class DataFile {
   // Reads pages [first, first + n) with one call into buf (n * 4 KiB, aligned); pages
   // past the end of the file read as zeros.
   Status readPages(uint64_t first, size_t n, void* buf) const;
-  Status writePage(uint64_t pid, const void* buf) const;
+  // Writes pages [pid, pid + pages) from buf.
+  Status writePage(uint64_t pid, const void* buf, uint64_t pages = 1) const;
   Status writeBatch(std::span<const PageWrite> writes) const;
   bool batchedWrites() const { return ring_ != nullptr; }
   Status sync() const;  // fdatasync

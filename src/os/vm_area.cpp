@@ -58,28 +58,40 @@ VmArea::~VmArea() {
 }
 
 size_t VmArea::release(std::span<const uint64_t> pids) {
-  if (pids.empty()) return 0;
-  std::vector<uint64_t> sorted(pids.begin(), pids.end());
-  std::sort(sorted.begin(), sorted.end());
-  // Coalesce runs of adjacent pages into one range each.
+  std::vector<PageRun> runs;
+  runs.reserve(pids.size());
+  for (uint64_t pid : pids) runs.push_back({pid, 1});
+  return release(runs);
+}
+
+size_t VmArea::release(std::span<const PageRun> runs) {
+  if (runs.empty()) return 0;
+  std::vector<PageRun> sorted(runs.begin(), runs.end());
+  std::sort(sorted.begin(), sorted.end(), [](const PageRun& a, const PageRun& b) { return a.pid < b.pid; });
+  // Coalesce adjacent runs into one range each (up to 1 GiB, well under the kernel's
+  // 2 GiB per process_madvise call).
+  constexpr size_t kMaxBytes = 1ull << 30;
   std::vector<iovec> ranges;
   ranges.reserve(sorted.size());
-  for (uint64_t pid : sorted) {
-    char* addr = pageAddress(pid);
-    if (!ranges.empty() &&
-        static_cast<char*>(ranges.back().iov_base) + ranges.back().iov_len == addr) {
-      ranges.back().iov_len += kPageSize;
+  for (const PageRun& run : sorted) {
+    char* addr = pageAddress(run.pid);
+    size_t bytes = run.pages * kPageSize;
+    if (!ranges.empty() && static_cast<char*>(ranges.back().iov_base) + ranges.back().iov_len == addr &&
+        ranges.back().iov_len + bytes <= kMaxBytes) {
+      ranges.back().iov_len += bytes;
     } else {
-      ranges.push_back({addr, kPageSize});
+      ranges.push_back({addr, bytes});
     }
   }
   size_t calls = 0;
   if (pidfd_ >= 0) {
-    constexpr size_t kMaxIov = 1024;  // IOV_MAX
-    for (size_t i = 0; i < ranges.size(); i += kMaxIov) {
-      size_t n = std::min(kMaxIov, ranges.size() - i);
+    constexpr size_t kMaxIov = 1024;        // IOV_MAX
+    for (size_t i = 0, n = 0; i < ranges.size(); i += n) {
       size_t bytes = 0;
-      for (size_t j = i; j < i + n; j++) bytes += ranges[j].iov_len;
+      for (n = 0; i + n < ranges.size() && n < kMaxIov; n++) {
+        if (n > 0 && bytes + ranges[i + n].iov_len > kMaxBytes) break;
+        bytes += ranges[i + n].iov_len;
+      }
       long r = processMadvise(pidfd_, &ranges[i], n, MADV_DONTNEED);
       calls++;
       if (r < 0 || static_cast<size_t>(r) != bytes) {

@@ -17,6 +17,12 @@
 
 namespace vmstore::internal {
 
+// Pages [pid, pid + pages): one variable-size page, or a run of pages.
+struct PageRun {
+  uint64_t pid;
+  uint64_t pages;
+};
+
 class VmArea {
  public:
   static constexpr size_t kPageSize = 4096;
@@ -35,6 +41,8 @@ class VmArea {
   // Releases the memory of the given pages (sorted or not). Returns the number of
   // system calls it took. Throws std::system_error on failure.
   size_t release(std::span<const uint64_t> pids);
+  // The same for runs of pages (variable-size pages among them).
+  size_t release(std::span<const PageRun> runs);
   bool batchedRelease() const { return pidfd_ >= 0; }
   // Asks the kernel to back the area with transparent huge pages where it can (best
   // effort: ignored where THP is off). For dense metadata such as the page states.

@@ -13,9 +13,9 @@ namespace vmstore::internal {
 
 namespace {
 
-// A frame counts when it is an intact page of the interval being recovered.
-bool frameValid(const Page* p, uint32_t epoch) {
-  return p->header.epoch == epoch && pageIsIntact(p, p->header.pid);
+// A frame counts when it is an intact page (of `pages` ids) of the interval being recovered.
+bool frameValid(const Page* p, uint32_t epoch, uint64_t pages) {
+  return p->header.epoch == epoch && pageIsIntact(p, p->header.pid, pages);
 }
 
 bool isCommitFrame(const Page* p) { return p->header.pid == 0 && p->header.kind == PageKind::kSuperblock; }
@@ -68,28 +68,41 @@ Status PageJournal::scan(File& f, uint32_t epoch, bool* committed, bool* any, Pa
   *any = false;
   uint64_t slots = f.file.sizeBytes() / kPageSize;
   auto buf = std::make_unique<Page>();
-  std::vector<std::pair<uint64_t, uint64_t>> frames;  // (pid, slot) before the last commit
-  std::vector<std::pair<uint64_t, uint64_t>> pending;
+  std::vector<std::pair<uint64_t, Frame>> frames;  // (pid, frame) before the last commit
+  std::vector<std::pair<uint64_t, Frame>> pending;
   uint64_t commit = ~0ull;
-  for (uint64_t slot = 0; slot < slots; slot++) {
+  std::unique_ptr<Page[]> span;  // a variable-size frame, read whole to check it
+  for (uint64_t slot = 0; slot < slots;) {
     Status s = f.file.readPage(slot, buf.get());
     if (!s.ok()) return s;
-    if (!frameValid(buf.get(), epoch)) break;  // torn or stale tail
+    const uint64_t pages = spanOf(buf->header);
+    const Page* frame = buf.get();
+    if (pages > 1) {
+      if (pages > slots - slot) break;  // torn or stale: it would run past the file's end
+      span.reset(new (std::nothrow) Page[pages]);
+      if (!span) return Status::NoMemory("journal frame of " + std::to_string(pages) + " pages");
+      s = f.file.readPages(slot, pages, span.get());
+      if (!s.ok()) return s;
+      frame = span.get();
+    }
+    if (!frameValid(frame, epoch, pages)) break;  // torn or stale tail
     *any = true;
-    if (isCommitFrame(buf.get())) {
+    if (isCommitFrame(frame)) {
       frames.insert(frames.end(), pending.begin(), pending.end());
       pending.clear();
       commit = slot;
-      std::memcpy(superblock, buf.get(), kPageSize);
+      std::memcpy(superblock, frame, kPageSize);
     } else {
-      pending.emplace_back(buf->header.pid, slot);
+      pending.push_back({frame->header.pid, Frame{slot, pages}});
     }
+    span.reset();
+    slot += pages;
   }
   if (commit == ~0ull) return Status::OK();
   std::unique_lock g(f.indexMutex);
   f.epoch = epoch;
   emptyIndex(f);
-  for (auto& [pid, slot] : frames) f.index[pid] = slot;
+  for (auto& [pid, frame] : frames) f.index[pid] = frame;
   f.indexed.store(f.index.size(), std::memory_order_release);
   f.commitSlot = commit;
   f.slots.store(commit + 1, std::memory_order_release);
@@ -107,7 +120,7 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
       if (f.file.sizeBytes() < kPageSize) continue;
       Status s = f.file.readPage(0, buf.get());
       if (!s.ok()) return s;
-      if (!pageIsIntact(buf.get(), buf->header.pid) || buf->header.epoch <= epoch) continue;
+      if (!pageIsIntact(buf.get(), buf->header.pid, spanOf(buf->header)) || buf->header.epoch <= epoch) continue;
       bool committed = false;
       bool any = false;
       s = scan(f, buf->header.epoch, &committed, &any, superblock);
@@ -140,7 +153,7 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
   return Status::OK();
 }
 
-Status PageJournal::readPage(uint64_t pid, Page* buf) {
+Status PageJournal::readPage(uint64_t pid, Page* buf, uint64_t pages) {
   // No lock is held across the read (a task may be suspended in it): the slot and the
   // file's generation are taken under the index lock, and a read that overlapped the
   // file's recycling looks again. While the caller holds the page (evicted, locked), no
@@ -157,10 +170,10 @@ Status PageJournal::readPage(uint64_t pid, Page* buf) {
         std::shared_lock g(f.indexMutex);
         auto it = f.index.find(pid);
         if (it == f.index.end()) continue;
-        slot = it->second;
+        slot = it->second.slot;
         generation = f.generation.load(std::memory_order_relaxed);
       }
-      Status s = f.file.fetchPage(slot, buf);
+      Status s = pages == 1 ? f.file.fetchPage(slot, buf) : f.file.readPages(slot, pages, buf);
       if (f.generation.load(std::memory_order_acquire) != generation) {
         recycled = true;
         break;
@@ -171,7 +184,7 @@ Status PageJournal::readPage(uint64_t pid, Page* buf) {
       }
       return s;
     }
-    if (!recycled) return data_->fetchPage(pid, buf);
+    if (!recycled) return pages == 1 ? data_->fetchPage(pid, buf) : data_->readPages(pid, pages, buf);
   }
 }
 
@@ -209,24 +222,31 @@ Status PageJournal::appendTo(File& f, std::span<const PageWrite> all) {
   }
   std::span<const PageWrite> writes(journaled);
   if (writes.empty()) return Status::OK();
+  // A frame takes one slot per page: a variable-size page is one frame of n slots.
   uint64_t start = f.slots.load(std::memory_order_relaxed);
-  if (start + writes.size() > f.allocated) {
+  uint64_t need = 0;
+  for (const PageWrite& w : writes) need += w.pages;
+  if (start + need > f.allocated) {
     // Appends that extend an O_DIRECT file are serialized by the file system; writes
     // into allocated space are not. Allocate ahead, doubling (at least 16 MiB).
-    uint64_t target = std::max<uint64_t>(start + writes.size(), std::max<uint64_t>(2 * f.allocated, 4096));
+    uint64_t target = std::max<uint64_t>(start + need, std::max<uint64_t>(2 * f.allocated, 4096));
     if (f.file.allocate(target).ok()) f.allocated = target;
   }
   std::vector<PageWrite> frames;
   frames.reserve(writes.size());
-  for (size_t i = 0; i < writes.size(); i++) frames.push_back({start + i, writes[i].buf});
+  uint64_t slot = start;
+  for (const PageWrite& w : writes) {
+    frames.push_back({slot, w.buf, w.pages});
+    slot += w.pages;
+  }
   Status s = f.file.writeBatch(frames);
   if (!s.ok()) return s;  // slots unchanged: the next append overwrites these slots
   {
     std::unique_lock ig(f.indexMutex);
-    for (size_t i = 0; i < writes.size(); i++) f.index[writes[i].pid] = start + i;
+    for (size_t i = 0; i < writes.size(); i++) f.index[writes[i].pid] = Frame{frames[i].pid, writes[i].pages};
     f.indexed.store(f.index.size(), std::memory_order_release);
   }
-  f.slots.store(start + writes.size(), std::memory_order_release);
+  f.slots.store(slot, std::memory_order_release);
   return Status::OK();
 }
 
@@ -264,37 +284,53 @@ Status PageJournal::backfill(uint32_t epoch) {
 }
 
 Status PageJournal::backfillLocked(File& f) {
-  std::vector<std::pair<uint64_t, uint64_t>> entries;  // (pid, slot)
+  std::vector<std::pair<uint64_t, Frame>> entries;  // (pid, frame)
   {
     std::shared_lock ig(f.indexMutex);
     entries.assign(f.index.begin(), f.index.end());
   }
-  // Read the journal in slot order (runs of adjacent frames with one read each), write
-  // each chunk into the data file as one batch.
-  std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  // In slot order, the order they were written: a variable-size frame may overlap ids
+  // that older or newer frames hold, and the newer must land last. Runs of one-page
+  // frames are read with one read each and written as one batch (their ids are
+  // distinct); a variable-size frame is written on its own, between them.
+  std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) { return x.second.slot < y.second.slot; });
+  auto damaged = [&](uint64_t slot) {
+    return Status::Corruption("journal frame " + std::to_string(slot) + " of " + f.file.path() + " is damaged");
+  };
   constexpr size_t kChunk = 256;
   std::unique_ptr<Page[]> bufs(new Page[kChunk]);
-  for (size_t i = 0; i < entries.size(); i += kChunk) {
-    size_t end = std::min(entries.size(), i + kChunk);
+  for (size_t i = 0; i < entries.size();) {
+    const auto& [pid, frame] = entries[i];
+    if (frame.pages > 1) {
+      std::unique_ptr<Page[]> big(new (std::nothrow) Page[frame.pages]);
+      if (!big) return Status::NoMemory("journal frame of " + std::to_string(frame.pages) + " pages");
+      Status s = f.file.readPages(frame.slot, frame.pages, big.get());
+      if (!s.ok()) return s;
+      if (!pageIsIntact(big.get(), pid, frame.pages)) return damaged(frame.slot);
+      s = data_->writePage(pid, big.get(), frame.pages);
+      if (!s.ok()) return s;
+      i++;
+      continue;
+    }
+    size_t end = i;
+    while (end < entries.size() && end - i < kChunk && entries[end].second.pages == 1) end++;
     for (size_t j = i; j < end;) {
       size_t run = 1;
-      while (j + run < end && entries[j + run].second == entries[j].second + run) run++;
-      Status s = f.file.readPages(entries[j].second, run, &bufs[j - i]);
+      while (j + run < end && entries[j + run].second.slot == entries[j].second.slot + run) run++;
+      Status s = f.file.readPages(entries[j].second.slot, run, &bufs[j - i]);
       if (!s.ok()) return s;
       j += run;
     }
     std::vector<PageWrite> writes;
     for (size_t j = i; j < end; j++) {
       Page* p = &bufs[j - i];
-      if (!pageIsIntact(p, entries[j].first)) {
-        return Status::Corruption("journal frame " + std::to_string(entries[j].second) + " of " + f.file.path() +
-                                  " is damaged");
-      }
+      if (!pageIsIntact(p, entries[j].first)) return damaged(entries[j].second.slot);
       writes.push_back({entries[j].first, p});
     }
     std::sort(writes.begin(), writes.end(), [](const PageWrite& x, const PageWrite& y) { return x.pid < y.pid; });
     Status s = data_->writeBatch(writes);
     if (!s.ok()) return s;
+    i = end;
   }
   Status s = f.file.readPage(f.commitSlot, &bufs[0]);
   if (!s.ok()) return s;

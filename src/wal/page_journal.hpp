@@ -6,7 +6,8 @@
 // - No page of the last checkpoint is overwritten between checkpoints: every such page
 //   the buffer manager writes back is appended as a frame (the sealed page itself, its
 //   header naming its pid and the checkpoint interval, epoch, it belongs to) to the
-//   journal file of that epoch's parity, DIR/journal-0.vms or DIR/journal-1.vms; a miss
+//   journal file of that epoch's parity, DIR/journal-0.vms or DIR/journal-1.vms (a
+//   variable-size page of n ids is one frame of n slots); a miss
 //   reads the page's newest frame (the newer interval's file first). Pages from the
 //   interval's `directFrom` on (the file grew since the last checkpoint) are written in
 //   place: the last checkpoint does not contain them.
@@ -15,7 +16,9 @@
 //   E - 1 completed (backfilled).
 // - commit(E) appends the new superblock as E's commit frame and syncs E's file: that
 //   sync is checkpoint E's commit point. backfill(E) then copies the newest frame of
-//   every page of E and the superblock into the data file, syncs it, and recycles E's
+//   every page of E, in the order they were written (a variable-size page may cover ids
+//   that an older or newer frame holds as pages of their own: the newer one wins), and
+//   the superblock into the data file, syncs it, and recycles E's
 //   file (interval E + 2 overwrites it from the start; its stale frames carry an older
 //   epoch). Appends of E + 1 go on meanwhile: they use the other file.
 // - Space for frames is allocated ahead (fallocate, doubling), since appends that extend
@@ -70,7 +73,7 @@ class PageJournal : public PageStore {
   // take the newest committed checkpoint the journal holds.
   Status recover(uint32_t epoch, bool* applied, Page* superblock);
 
-  Status readPage(uint64_t pid, Page* buf) override;
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1) override;
   Status writePages(std::span<const PageWrite> writes) override;
 
   // Appends pages that are not in the pool (the free list) as frames.
@@ -85,6 +88,10 @@ class PageJournal : public PageStore {
   bool syncFailed() const { return syncFailed_.load(std::memory_order_acquire); }
 
  private:
+  struct Frame {
+    uint64_t slot;
+    uint64_t pages;  // slots it takes: > 1 for a variable-size page
+  };
   struct File {
     DataFile file;
     std::mutex appendMutex;                 // appends, commit, backfill, truncate
@@ -95,7 +102,7 @@ class PageJournal : public PageStore {
     uint64_t commitSlot = 0;                // slot of the commit frame after commit()
     uint64_t allocated = 0;                 // pages allocated on the device
     std::shared_mutex indexMutex;           // index and the file's content for readers
-    std::unordered_map<uint64_t, uint64_t> index;  // pid -> slot of its newest frame
+    std::unordered_map<uint64_t, Frame> index;  // pid -> its newest frame
     std::atomic<uint64_t> indexed{0};       // index.size(), for the lock-free miss path
     std::atomic<uint64_t> generation{0};    // +1 whenever the index is emptied (slots reused)
   };

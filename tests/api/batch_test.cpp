@@ -34,7 +34,7 @@ TEST(CApiBatch, BadInputIsRefusedAndChangesNothing) {
   vms_batch* b;
   ASSERT_EQ(vms_batch_new(&b), VMS_OK);
   std::string big(VMS_MAX_KEY_SIZE + 1, 'k');
-  std::string bigVal(VMS_MAX_VALUE_SIZE + 1, 'v');
+  vmsunit::ZeroBuffer bigVal(VMS_MAX_VALUE_SIZE + 1);
   EXPECT_EQ(vms_batch_put(nullptr, t, "k", 1, "v", 1), VMS_EINVAL);
   EXPECT_EQ(vms_batch_put(b, nullptr, "k", 1, "v", 1), VMS_EINVAL);
   EXPECT_EQ(vms_batch_put(b, t, nullptr, 1, "v", 1), VMS_EINVAL);

@@ -22,7 +22,7 @@
 namespace {
 
 using vmstore::kMaxKeySize;
-using vmstore::kMaxValueSize;
+constexpr size_t kMaxValueSize = vmsunit::kOnePageValue;  // values of a page of their own at most
 using vmstore::internal::asBytes;
 using vmstore::internal::BTree;
 using vmstore::internal::BTreeNode;
@@ -427,10 +427,10 @@ TEST(BTree, DropFreesAllButRoot) {
   std::vector<std::string> problems;
   keep.verify(&problems, &keepPages);
 
-  std::vector<uint64_t> dropped;
+  std::vector<vmstore::internal::PageRun> dropped;
   auto savedRoot = std::make_unique<vmstore::internal::Page>();
   t.drop(&dropped, savedRoot.get());
-  for (uint64_t pid : dropped) bm.freePageById(pid);
+  for (const auto& r : dropped) bm.freeSpan(r.pid, r.pages);
   EXPECT_TRUE(t.isDropped());
   EXPECT_FALSE(keep.isDropped());
   // Every page but the root (and the other tree's pages and the superblock) is free.

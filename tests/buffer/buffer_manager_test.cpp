@@ -546,10 +546,10 @@ TEST(BufferManager, EvictionUsesBatchedRelease) {
 // A page store over the data file that can refuse its writes and counts what it sees.
 struct FlakyStore : vmstore::internal::PageStore {
   explicit FlakyStore(vmstore::internal::DataFile* f) : file(f) {}
-  Status readPage(uint64_t pid, Page* buf) override {
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages) override {
     reads++;
     if (pid == failReadOf) return Status::IOError("read error (test)");
-    return file->readPage(pid, buf);
+    return file->readPages(pid, pages, buf);
   }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
     if (failWrites) return Status::NoSpace("device full (test)");
@@ -566,12 +566,12 @@ struct FlakyStore : vmstore::internal::PageStore {
 // A page store that remembers, per page, the epoch and counter word of every write.
 struct RecordingStore : vmstore::internal::PageStore {
   explicit RecordingStore(vmstore::internal::DataFile* f) : file(f) {}
-  Status readPage(uint64_t pid, Page* buf) override { return file->readPage(pid, buf); }
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages) override { return file->readPages(pid, pages, buf); }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
     std::lock_guard g(mutex);
     for (const auto& x : w) {
       const Page* p = static_cast<const Page*>(x.buf);
-      EXPECT_TRUE(pageIsIntact(p, x.pid)) << "page " << x.pid << " written unsealed";
+      EXPECT_TRUE(pageIsIntact(p, x.pid, x.pages)) << "page " << x.pid << " written unsealed";
       seen[x.pid].push_back({p->header.epoch, reinterpret_cast<const uint64_t*>(p->payload)[1]});
     }
     return file->writeBatch(w);

@@ -75,6 +75,7 @@ struct SealedPage {
     std::mt19937_64 rng(seed);
     for (size_t i = 0; i < kPageSize; i++) mem.data()[i] = static_cast<uint8_t>(rng());
     page->header.kind = PageKind::kBTreeLeaf;
+    vmstore::internal::setSpan(&page->header, 1);  // one page (the random bytes said otherwise)
     page->header.dirty = 1;
     sealPage(page, pid);
   }

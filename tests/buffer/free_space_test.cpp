@@ -1,7 +1,9 @@
 // Unit tests of buffer/free_space.hpp: ids pushed by one thread are popped by another
 // (a thread's home shard is only its first choice), pop fails only when all is empty,
 // snapshot/assign keep the whole set, and under concurrent pushes and pops every id
-// comes out exactly once.
+// comes out exactly once. Runs for variable-size pages: neighbours merge, best fit, the
+// rest of a run stays free, single pops fall back to runs, and the persisted list of ids
+// turns back into the same runs.
 #include "buffer/free_space.hpp"
 
 #include <gtest/gtest.h>
@@ -69,6 +71,53 @@ TEST(FreeSpace, ConcurrentPushesAndPopsLoseAndDuplicateNothing) {
   std::sort(all.begin(), all.end());
   ASSERT_EQ(all.size(), kThreads * kPerThread);
   for (uint64_t i = 0; i < all.size(); i++) ASSERT_EQ(all[i], i + 1);
+}
+
+TEST(FreeSpace, RunsMergeWithTheirNeighboursAndAreTakenBestFit) {
+  FreeSpace fs;
+  fs.pushRun(100, 10);  // [100, 110)
+  fs.pushRun(120, 5);   // [120, 125)
+  fs.pushRun(110, 10);  // fills the gap: one run [100, 125)
+  EXPECT_EQ(fs.size(), 25u);
+  EXPECT_EQ(fs.longestRun(), 25u);
+  fs.pushRun(200, 4);
+  uint64_t pid;
+  ASSERT_TRUE(fs.popRun(3, &pid));
+  EXPECT_EQ(pid, 200u) << "best fit: the 4-page run, not the 25-page one";
+  ASSERT_TRUE(fs.popRun(20, &pid));
+  EXPECT_EQ(pid, 100u);
+  EXPECT_EQ(fs.longestRun(), 5u) << "the rest of the run stays free";
+  EXPECT_FALSE(fs.popRun(6, &pid));
+  EXPECT_EQ(fs.size(), 6u);
+  // Single ids come from the shards first, then from the smallest run.
+  fs.push(7);
+  ASSERT_TRUE(fs.pop(&pid));
+  EXPECT_EQ(pid, 7u);
+  ASSERT_TRUE(fs.pop(&pid));
+  EXPECT_EQ(pid, 203u);
+  std::set<uint64_t> rest;
+  while (fs.pop(&pid)) EXPECT_TRUE(rest.insert(pid).second);
+  EXPECT_EQ(rest, (std::set<uint64_t>{120, 121, 122, 123, 124}));
+  EXPECT_EQ(fs.size(), 0u);
+}
+
+TEST(FreeSpace, AssignFindsTheRunsOfAPersistedList) {
+  FreeSpace fs;
+  fs.pushRun(50, 8);
+  fs.push(10);
+  fs.push(30);
+  std::vector<uint64_t> persisted = fs.snapshot();
+  EXPECT_EQ(persisted.size(), 10u);
+  FreeSpace back;
+  back.assign(persisted);
+  EXPECT_EQ(back.size(), 10u);
+  EXPECT_EQ(back.longestRun(), 8u);
+  uint64_t pid;
+  ASSERT_TRUE(back.popRun(8, &pid));
+  EXPECT_EQ(pid, 50u);
+  std::vector<uint64_t> singles = back.snapshot();
+  std::sort(singles.begin(), singles.end());
+  EXPECT_EQ(singles, (std::vector<uint64_t>{10, 30}));
 }
 
 }  // namespace

@@ -374,7 +374,7 @@ TEST(UncleanShutdown, WritesAfterSyncThenExitWithoutClose) {
   ASSERT_EQ(orc, VMS_OK) << "open after an unclean exit: " << vms_strerror(orc) << ": " << vms_last_error();
   vms_tree* t = nullptr;
   ASSERT_EQ(vms_tree_open(db, "", 0, &t), VMS_OK);
-  std::string buf(vmstore::kMaxValueSize, '\0');
+  std::string buf(kOnePageValue, '\0');
   for (char b : {'a', 'b'}) {
     for (int i = 0; i < batch; ++i) {
       std::string k = uncleanKey(b, i);
@@ -405,7 +405,7 @@ TEST(UncleanShutdown, ExitAfterSyncWithoutCloseKeepsEverything) {
     }
     if (vms_sync(db) != VMS_OK) return 13;
     // Reads only after the sync.
-    std::string buf(vmstore::kMaxValueSize, '\0');
+    std::string buf(kOnePageValue, '\0');
     for (int i = 0; i < batch; i += 7) {
       size_t vlen;
       std::string k = uncleanKey('a', i);

@@ -89,7 +89,7 @@ struct Worker {
 
   bool ownPut(Rng& rng, const std::string& prefix) {
     std::string k = ownKey(rng, prefix);
-    size_t len = rng.chance(0.05) ? rng.uniform(3000, vmstore::kMaxValueSize) : rng.uniform(0, 1200);
+    size_t len = rng.chance(0.05) ? rng.uniform(3000, kOnePageValue) : rng.uniform(0, 1200);
     std::string v = fillFor(k, rng.next(), len);
     Status s = tree->put(k, v);
     if (!s.ok()) return fail("put " + k + ": " + s.toString());
@@ -174,7 +174,7 @@ struct Worker {
 
   bool sharedPut(Rng& rng) {
     std::string k = sharedKey(rng);
-    size_t len = rng.chance(0.05) ? rng.uniform(3000, vmstore::kMaxValueSize) : rng.uniform(kTagSize, 800);
+    size_t len = rng.chance(0.05) ? rng.uniform(3000, kOnePageValue) : rng.uniform(kTagSize, 800);
     Status s = tree->put(k, taggedValue(k, static_cast<uint32_t>(rng.next()), len));
     if (!s.ok()) return fail("shared put " + k + ": " + s.toString());
     return true;

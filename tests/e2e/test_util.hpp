@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "unit_util.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -328,8 +330,9 @@ class KeyGen {
   std::vector<std::string> prefixes_;
 };
 
-// A value length: mostly small, some medium, some large (up to kMaxValueSize).
-inline size_t randomValueLen(Rng& rng, size_t max_len = vmstore::kMaxValueSize) {
+// A value length: mostly small, some medium, some large (up to a page's worth).
+using vmsunit::kOnePageValue;
+inline size_t randomValueLen(Rng& rng, size_t max_len = kOnePageValue) {
   uint64_t r = rng.uniform(0, 99);
   size_t n;
   if (r < 10) {
@@ -348,7 +351,7 @@ inline size_t randomValueLen(Rng& rng, size_t max_len = vmstore::kMaxValueSize) 
   return std::min(n, max_len);
 }
 
-inline std::string randomValue(Rng& rng, size_t max_len = vmstore::kMaxValueSize) {
+inline std::string randomValue(Rng& rng, size_t max_len = kOnePageValue) {
   return rng.bytes(randomValueLen(rng, max_len));
 }
 

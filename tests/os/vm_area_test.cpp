@@ -135,7 +135,7 @@ TEST(VmArea, ZeroBeforeUseAndDataPersists) {
   for (uint64_t pid : all) ASSERT_TRUE(pageIsZero(a, pid)) << "page " << pid;
   for (uint64_t pid : all) stamp(a, pid);
   for (uint64_t pid : all) ASSERT_TRUE(hasStamp(a, pid)) << "page " << pid;
-  EXPECT_EQ(a.release({}), 0u) << "an empty release makes no system call";
+  EXPECT_EQ(a.release(std::span<const uint64_t>{}), 0u) << "an empty release makes no system call";
   for (uint64_t pid : all) ASSERT_TRUE(hasStamp(a, pid)) << "page " << pid;
 }
 

@@ -1,0 +1,238 @@
+// Unit tests of variable-size pages (buffer/buffer_manager.hpp, paper 000 §3.5): a page
+// of n ids is allocated resident and contiguous, evicted whole and read back with one
+// read, its tails refuse to be read on their own, freeing it returns its memory and its
+// run of ids (reused best fit), freed pages still in memory join a span without new
+// frames, the budget holds under a churn of spans and pages, a span larger than half the
+// pool is refused, and a span of a checkpoint snapshot is written before it is freed.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "buffer/buffer_manager.hpp"
+#include "unit_util.hpp"
+
+namespace {
+
+using vmstore::Status;
+using vmstore::internal::BufferManager;
+using vmstore::internal::Page;
+using vmstore::internal::PageKind;
+using vmstore::internal::PageState;
+using vmstore::internal::PageWrite;
+using vmstore::internal::spanOf;
+using vmstore::internal::StorageError;
+using Code = vmstore::Status::Code;
+using vmsunit::BufferEnv;
+using vmsunit::evictAll;
+constexpr size_t kPage = vmstore::internal::kPageSize;
+constexpr size_t kHeader = sizeof(vmstore::internal::PageHeader);
+
+// A page store over the data file that counts reads and remembers the writes.
+struct CountingStore : vmstore::internal::PageStore {
+  explicit CountingStore(vmstore::internal::DataFile* f) : file(f) {}
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages) override {
+    reads++;
+    pagesRead += pages;
+    return file->readPages(pid, pages, buf);
+  }
+  Status writePages(std::span<const PageWrite> w) override {
+    std::lock_guard g(mutex);
+    for (const PageWrite& x : w) written.push_back({x.pid, x.pages, static_cast<const Page*>(x.buf)->header.epoch});
+    return file->writeBatch(w);
+  }
+  struct Write {
+    uint64_t pid, pages;
+    uint32_t epoch;
+  };
+  vmstore::internal::DataFile* file;
+  std::atomic<uint64_t> reads{0};
+  std::atomic<uint64_t> pagesRead{0};
+  std::mutex mutex;
+  std::vector<Write> written;
+};
+
+// Fills the bytes after the header of the span at p with a pattern of (pid, seed).
+void fill(Page* p, uint64_t pages, uint64_t seed) {
+  auto* b = reinterpret_cast<unsigned char*>(p);
+  for (size_t i = kHeader; i < pages * kPage; i++) b[i] = static_cast<unsigned char>((i * 131 + seed) >> 3);
+}
+bool hasFill(const Page* p, uint64_t pages, uint64_t seed) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  for (size_t i = kHeader; i < pages * kPage; i++) {
+    if (b[i] != static_cast<unsigned char>((i * 131 + seed) >> 3)) return false;
+  }
+  return true;
+}
+
+Code codeOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const StorageError& e) {
+    return e.status().code();
+  }
+  return Code::kOk;
+}
+
+TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  CountingStore store(&env.file);
+  bm.setStore(&store);
+  const uint64_t used = bm.residentPages();
+  Page* p = bm.allocSpan(PageKind::kValue, 20);
+  const uint64_t pid = p->header.pid;
+  EXPECT_EQ(spanOf(p->header), 20u);
+  EXPECT_EQ(bm.residentPages(), used + 20) << "a span takes one frame per id";
+  fill(p, 20, 7);
+  bm.unfixX(pid);
+  EXPECT_FALSE(bm.isTail(pid));
+  for (uint64_t t = pid + 1; t < pid + 20; t++) EXPECT_TRUE(bm.isTail(t)) << t;
+  EXPECT_GE(bm.pageCount(), pid + 20);
+
+  ASSERT_TRUE(evictAll(bm, {pid}));
+  bool written = false;
+  for (const auto& w : store.written) written |= w.pid == pid && w.pages == 20;
+  EXPECT_TRUE(written) << "the span is written as one transfer of 20 pages";
+
+  const uint64_t reads = store.reads;
+  Page* q = bm.fixS(pid, 20);
+  EXPECT_EQ(store.reads, reads + 1) << "one read for the whole span";
+  EXPECT_TRUE(hasFill(q, 20, 7));
+  bm.unfixS(pid);
+
+  // A tail on its own (a stale reference) is refused before anything is read into it.
+  ASSERT_TRUE(evictAll(bm, {pid}));
+  EXPECT_EQ(codeOf([&] { bm.fixS(pid + 3); }), Code::kCorruption);
+  EXPECT_EQ(PageState::stateOf(bm.state(pid + 3).load()), PageState::kEvicted);
+  // The wrong size is damage too.
+  EXPECT_EQ(codeOf([&] { bm.fixS(pid, 19); }), Code::kCorruption);
+  EXPECT_EQ(codeOf([&] { bm.fixS(pid); }), Code::kCorruption);
+  q = bm.fixS(pid, 20);
+  EXPECT_TRUE(hasFill(q, 20, 7)) << "failed reads of the wrong size left it intact";
+  bm.unfixS(pid);
+}
+
+TEST(VariableSizePages, FreeingReturnsTheMemoryAndTheRunForReuse) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  Page* p = bm.allocSpan(PageKind::kValue, 30);
+  const uint64_t pid = p->header.pid;
+  bm.unfixX(pid);
+  const uint64_t used = bm.residentPages();
+  const uint64_t count = bm.pageCount();
+  bm.freeSpan(pid, 30);
+  EXPECT_EQ(bm.residentPages(), used - 30) << "its frames go back at once";
+  EXPECT_EQ(bm.freeSpace().longestRun(), 30u);
+  for (uint64_t t = pid; t < pid + 30; t++) EXPECT_FALSE(bm.isTail(t)) << t;
+  // Best fit from the freed run; the rest stays free; the file does not grow.
+  Page* a = bm.allocSpan(PageKind::kValue, 10);
+  EXPECT_EQ(a->header.pid, pid);
+  bm.unfixX(pid);
+  Page* b = bm.allocSpan(PageKind::kValue, 20);
+  EXPECT_EQ(b->header.pid, pid + 10);
+  bm.unfixX(pid + 10);
+  EXPECT_EQ(bm.pageCount(), count);
+  // A span freed while evicted is never read from storage.
+  ASSERT_TRUE(evictAll(bm, {pid + 10}));
+  bm.freeSpan(pid + 10, 20);
+  EXPECT_EQ(bm.freeSpace().longestRun(), 20u);
+}
+
+TEST(VariableSizePages, FreedPagesStillInMemoryBecomeASpanWithoutNewFrames) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::vector<uint64_t> pids;
+  for (int i = 0; i < 8; i++) {
+    Page* p = bm.allocPage(PageKind::kValue);
+    std::memset(p->payload, 0xAB, sizeof p->payload);
+    pids.push_back(p->header.pid);
+    bm.unfixX(p->header.pid);
+  }
+  for (uint64_t pid : pids) {
+    bm.fixX(pid);
+    bm.freePage(pid);  // stays in memory
+  }
+  bm.freeSpace().assign(bm.freeSpace().snapshot());  // as after a reopen: adjacent ids form a run
+  ASSERT_EQ(bm.freeSpace().longestRun(), 8u);
+  const uint64_t used = bm.residentPages();
+  Page* s = bm.allocSpan(PageKind::kValue, 8);
+  EXPECT_EQ(s->header.pid, pids[0]);
+  EXPECT_EQ(bm.residentPages(), used) << "the freed pages' frames became the span's";
+  const auto* bytes = reinterpret_cast<const unsigned char*>(s);
+  size_t nonzero = 0;
+  for (size_t i = kHeader; i < 8 * kPage; i++) nonzero += bytes[i] != 0;
+  EXPECT_EQ(nonzero, 0u) << "a new span is zeroed";
+  bm.unfixX(pids[0]);
+}
+
+TEST(VariableSizePages, LargerThanHalfThePoolIsNoMemoryAndChangesNothing) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  const uint64_t count = bm.pageCount();
+  EXPECT_EQ(bm.maxSpanPages(), 128u);
+  EXPECT_EQ(codeOf([&] { bm.allocSpan(PageKind::kValue, 129); }), Code::kNoMemory);
+  EXPECT_EQ(bm.pageCount(), count);
+  Page* p = bm.allocSpan(PageKind::kValue, 128);
+  bm.unfixX(p->header.pid);
+}
+
+TEST(VariableSizePages, BudgetHoldsAndContentSurvivesAChurnOfSpansAndPages) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  std::mt19937_64 rng(42);
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> live;  // pid -> (pages, seed)
+  for (int round = 0; round < 400; round++) {
+    uint64_t pages = rng() % 4 == 0 ? 1 : 2 + rng() % 60;
+    Page* p = bm.allocSpan(PageKind::kValue, pages);
+    uint64_t pid = p->header.pid;
+    fill(p, pages, round);
+    bm.unfixX(pid);
+    live[pid] = {pages, static_cast<uint64_t>(round)};
+    ASSERT_LE(bm.residentPages(), bm.poolPages()) << "round " << round;
+    if (live.size() > 12) {
+      auto it = live.begin();
+      std::advance(it, rng() % live.size());
+      bm.freeSpan(it->first, it->second.first);
+      live.erase(it);
+    }
+  }
+  for (auto& [pid, ps] : live) {
+    Page* p = bm.fixS(pid, ps.first);
+    EXPECT_TRUE(hasFill(p, ps.first, ps.second)) << "span at " << pid << " of " << ps.first;
+    bm.unfixS(pid);
+    ASSERT_LE(bm.residentPages(), bm.poolPages());
+  }
+  // Reuse bounds the file: at most the live pages plus what one pool's churn strands.
+  uint64_t livePages = 0;
+  for (auto& [pid, ps] : live) livePages += ps.first;
+  EXPECT_LT(bm.pageCount(), 400u * 32 / 4) << "freed runs were reused";
+}
+
+TEST(VariableSizePages, ASpanOfACheckpointSnapshotIsWrittenBeforeItIsFreed) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  CountingStore store(&env.file);
+  bm.setStore(&store);
+  Page* p = bm.allocSpan(PageKind::kValue, 12);
+  const uint64_t pid = p->header.pid;
+  fill(p, 12, 3);
+  bm.unfixX(pid);
+  bm.setEpoch(1);  // the cut: the span (dirty in epoch 0) belongs to the snapshot
+  bm.freeSpan(pid, 12);
+  bool kept = false;
+  for (const auto& w : store.written) kept |= w.pid == pid && w.pages == 12 && w.epoch == 0;
+  EXPECT_TRUE(kept) << "the snapshot's image of the span was written before it was freed";
+  std::unique_ptr<Page[]> back(new Page[12]);
+  ASSERT_TRUE(env.file.readPages(pid, 12, back.get()).ok());
+  EXPECT_TRUE(hasFill(back.get(), 12, 3));
+  EXPECT_TRUE(bm.flushEpoch(0).ok());
+}
+
+}  // namespace
