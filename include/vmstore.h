@@ -136,6 +136,32 @@ int vms_delete(vms_tree* t, const void* key, size_t klen);
 int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* klens, void* const* bufs,
                  const size_t* caps, size_t* vlens, int* rcs);
 
+/* Zero-copy reads: the value in place in the buffer pool, for values of every size.
+ * - vms_get_view: on VMS_OK, *value and *vlen are the value's bytes in the pool itself
+ *   (a value over one page is one contiguous run of memory), valid until
+ *   vms_view_release(*view). While held, the value cannot change or go away: a writer
+ *   that replaces or deletes the key waits until the release; a value small enough to
+ *   live in its B+tree leaf is held by holding that leaf, so writers of the other keys
+ *   of that leaf wait too. The page held is not evicted meanwhile.
+ * - So: hold views briefly; never write to the same tree (vms_put, vms_delete,
+ *   vms_write, vms_tree_drop) from a thread that holds a view of it, since that write
+ *   could wait for the view forever; reads are fine. Never write into *value. vms_close
+ *   waits until every view of the database is released. A view may be released from
+ *   any thread. VMS_NOTFOUND (nothing held, *view NULL) when the key is absent.
+ * - vms_read calls fn(ctx, value, vlen) once with the value in place, held shared for
+ *   the call (the rules above apply inside fn); a nonzero return of fn is returned as
+ *   is. VMS_NOTFOUND (fn not called) when absent.
+ * - vms_get_range copies bytes [offset, offset + cap) of the value (fewer at its end)
+ *   into buf, sets *copied to how many and *vlen to the value's whole length; only that
+ *   range is copied. An offset at or past the end copies nothing. */
+typedef struct vms_view vms_view;
+int vms_get_view(vms_tree* t, const void* key, size_t klen, vms_view** view, const void** value, size_t* vlen);
+void vms_view_release(vms_view* view);
+typedef int (*vms_read_fn)(void* ctx, const void* value, size_t vlen);
+int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx);
+int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void* buf, size_t cap, size_t* copied,
+                  size_t* vlen);
+
 /* Positions before the first key >= start (start NULL / slen 0: the first key). */
 int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it);
 /* VMS_OK with pointers valid until the next call on this iterator; VMS_NOTFOUND at end. */

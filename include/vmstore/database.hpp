@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 #include "vmstore/limits.hpp"
 #include "vmstore/options.hpp"
 #include "vmstore/stats.hpp"
+#include "vmstore/value_view.hpp"
 #include "vmstore/write_batch.hpp"
 #include "vmstore/status.hpp"
 
@@ -49,6 +51,19 @@ class Tree {
   Status get(std::string_view key, std::string* value) const;
   // Copies min(buf.size(), value length) bytes and sets *vlen to the full length.
   Status get(std::string_view key, std::span<std::byte> buf, size_t* vlen) const;
+  // Zero-copy: *view holds the value in place until released (see value_view.hpp for
+  // what a holder may do meanwhile). A view *view held before is released first.
+  // NotFound (view not held) when absent.
+  Status getView(std::string_view key, ValueView* view) const;
+  // Calls fn once with the value in place, held shared for the call (the rules of
+  // value_view.hpp apply while fn runs); an exception from fn propagates after the value
+  // is let go. NotFound (fn not called) when absent.
+  Status read(std::string_view key, const std::function<void(std::string_view)>& fn) const;
+  // Copies the bytes [offset, offset + buf.size()) of the value (fewer at its end) into
+  // buf: *copied says how many, *vlen the value's whole length. An offset at or past the
+  // end copies nothing. Only that range is copied, whatever the value's size.
+  Status getRange(std::string_view key, size_t offset, std::span<std::byte> buf, size_t* copied,
+                  size_t* vlen) const;
   // Looks up every key with their page misses in flight together: the lookups run as
   // tasks of the calling thread (up to kGetManyInFlight at once), and a task that misses
   // suspends while the others go on, so one thread keeps many reads in flight (with

@@ -24,6 +24,7 @@
 //   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
 //   is TypeError. Nothing is written when an argument is rejected.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -161,6 +162,9 @@ struct Shared {
   // Set under gate held exclusively; read under gate, or without it where a stale value
   // only delays the ClosedError to the next call that takes the gate.
   std::atomic<bool> closed{false};
+  // Values held by memoryviews from Tree.view(): close() refuses while any is held
+  // (it would wait for them, forever if this thread holds one).
+  std::atomic<int64_t> views{0};
 
   ~Shared() {
     if (closed || !db) return;
@@ -380,6 +384,39 @@ class TreeCore {
     std::optional<nb::bytes> v = lookup(key);
     if (!v) return nb::borrow(dflt);
     return *v;
+  }
+
+  // The value in place as a read-only memoryview (zero-copy), or None when absent. The
+  // memoryview's owner holds the vmstore::ValueView: the value is released when the
+  // memoryview (and every view derived from it) is released or collected.
+  nb::object view(nb::handle key) {
+    s_->checkUsable();
+    BytesArg k(key, "key");
+    // The owner keeps the database alive while the value is held.
+    struct Held {
+      std::shared_ptr<Shared> shared;
+      vmstore::ValueView view;
+      ~Held() {
+        view.release();
+        shared->views.fetch_sub(1);
+      }
+    };
+    auto held = std::make_unique<Held>();
+    Status st;
+    s_->shared->run([&] {
+      s_->shared->views.fetch_add(1);  // under the gate: close() cannot miss it
+      held->shared = s_->shared;
+      st = s_->tree->getView(k.view(), &held->view);
+    });
+    if (!st.ok()) {
+      held.reset();
+      if (st.isNotFound()) return nb::none();
+      raiseStatus(st);
+    }
+    const auto* data = reinterpret_cast<const uint8_t*>(held->view.data());
+    size_t shape[1] = {held->view.size()};
+    nb::capsule owner(held.release(), [](void* p) noexcept { delete static_cast<Held*>(p); });
+    return nb::cast(nb::ndarray<nb::memview, const uint8_t, nb::ndim<1>>(data, 1, shape, owner));
   }
 
   bool contains(nb::handle key) {
@@ -608,8 +645,13 @@ class DbCore {
       nb::gil_scoped_release nogil;
       std::unique_lock lock(s_->gate);  // waits for the calls in flight
       if (s_->closed) return;
-      s_->closed = true;
-      st = s_->db->close();
+      if (int64_t held = s_->views.load(); held > 0) {
+        st = Status::Busy("close: " + std::to_string(held) +
+                          " value(s) from Tree.view() are still held; release the memoryviews first");
+      } else {
+        s_->closed = true;
+        st = s_->db->close();
+      }
     }
     if (!st.ok()) raiseStatus(st);
   }
@@ -756,6 +798,7 @@ NB_MODULE(_core, m) {
       .def("getitem", &TreeCore::getitem, "key"_a, "The value; KeyError when absent.")
       .def("get", &TreeCore::get, "key"_a, "default"_a.none() = nb::none(), "The value, or default when absent.")
       .def("contains", &TreeCore::contains, "key"_a, "True when the key is present.")
+      .def("view", &TreeCore::view, "key"_a, "The value in place as a read-only memoryview, or None.")
       .def("get_many", &TreeCore::getMany, "keys"_a, "default"_a.none() = nb::none(),
            "The value of each key (default where absent), their misses in flight together.")
       .def("setitem", &TreeCore::setitem, "key"_a, "value"_a, "Inserts or replaces.")

@@ -2,6 +2,7 @@
 no call keeps a reference to (or a buffer export of) its arguments."""
 
 import gc
+import mmap
 import os
 import sys
 import tracemalloc
@@ -93,7 +94,7 @@ def test_buffer_exports_are_released(tree):
     except TypeError:
         pass
     with pytest.raises(vmstore.TooBigError):
-        tree[key] = bytearray(5000)
+        tree[key] = memoryview(mmap.mmap(-1, vmstore.MAX_VALUE_SIZE + 1))  # zero pages, unread
     # A bytearray with a live buffer export cannot be resized: these would raise.
     key.extend(b"!")
     value.extend(b"!")

@@ -518,6 +518,17 @@ class Tree(MutableMapping):
         """The value of ``key``, or ``default`` when absent."""
         return self._core.get(key, default)
 
+    def view(self, key: BytesLike) -> Optional[memoryview]:
+        """The value of ``key`` in place, without a copy, as a read-only ``memoryview``
+        over the buffer pool (``None`` when absent): for large values, up to 1 GiB,
+        what ``get`` would copy. While the memoryview (or one made from it) is alive
+        and not released, the value is held: a write to that key, or to a key stored
+        in the same B+tree leaf, waits for it, and ``close`` waits for it. So release
+        it soon, best with ``with tree.view(key) as mv: ...`` (a memoryview releases
+        on leaving the block), and never write to this tree from the thread that holds
+        one (that write would wait forever). """
+        return self._core.view(key)
+
     def get_many(self, keys: Iterable[BytesLike], default: Any = None) -> List[Any]:
         """The value of each of ``keys``, in order (``default`` where absent): one call
         that looks them up with their page misses in flight together (up to 64 at once),

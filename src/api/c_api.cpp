@@ -18,6 +18,10 @@ struct vms_db {
   std::unique_ptr<Database> db;
 };
 
+struct vms_view {
+  vmstore::ValueView view;
+};
+
 struct vms_batch {
   vmstore::WriteBatch batch;
 };
@@ -132,6 +136,47 @@ int vms_get(vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, si
   return noThrow([&] {
     std::span<std::byte> out(static_cast<std::byte*>(buf), buf ? cap : 0);
     return report(asTree(t)->get(bytes(key, klen), out, vlen));
+  });
+}
+
+int vms_get_view(vms_tree* t, const void* key, size_t klen, vms_view** view, const void** value, size_t* vlen) {
+  if (view != nullptr) *view = nullptr;
+  if (t == nullptr || key == nullptr || view == nullptr || value == nullptr || vlen == nullptr) {
+    return invalid("vms_get_view: tree, key, view, value or vlen is NULL");
+  }
+  return noThrow([&] {
+    auto held = std::make_unique<vms_view>();
+    Status st = asTree(t)->getView(bytes(key, klen), &held->view);
+    if (st.ok()) {
+      *value = held->view.data();
+      *vlen = held->view.size();
+      *view = held.release();
+    }
+    return report(st);
+  });
+}
+
+void vms_view_release(vms_view* view) { delete view; }
+
+int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx) {
+  if (t == nullptr || key == nullptr || fn == nullptr) return invalid("vms_read: tree, key or fn is NULL");
+  return noThrow([&] {
+    vmstore::ValueView held;
+    Status st = asTree(t)->getView(bytes(key, klen), &held);
+    if (!st.ok()) return report(st);
+    return fn(ctx, held.data(), held.size());
+  });
+}
+
+int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void* buf, size_t cap, size_t* copied,
+                  size_t* vlen) {
+  if (t == nullptr || key == nullptr || copied == nullptr || vlen == nullptr) {
+    return invalid("vms_get_range: tree, key, copied or vlen is NULL");
+  }
+  if (buf == nullptr && cap > 0) return invalid("vms_get_range: buf is NULL but cap > 0");
+  return noThrow([&] {
+    std::span<std::byte> out(static_cast<std::byte*>(buf), buf ? cap : 0);
+    return report(asTree(t)->getRange(bytes(key, klen), offset, out, copied, vlen));
   });
 }
 

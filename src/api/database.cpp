@@ -1,6 +1,9 @@
 // The public C++ API: thin forwarding to DatabaseImpl / TreeImpl.
 #include "vmstore/database.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "api/database_impl.hpp"
 
 namespace vmstore {
@@ -93,6 +96,64 @@ Status Tree::getMany(std::span<const std::string_view> keys, std::span<const std
     statuses[i] = impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]);
   });
 }
+Status Tree::getView(std::string_view key, ValueView* view) const {
+  if (view == nullptr) return Status::InvalidArgument("view output pointer is null");
+  view->release();
+  uint64_t pinned = 0;
+  const std::byte* data = nullptr;
+  size_t len = 0;
+  Status st = impl_->db->getView(impl_, key, &pinned, &data, &len);
+  if (!st.ok()) return st;
+  view->tree_ = impl_;
+  view->pinned_ = pinned;
+  view->data_ = data;
+  view->size_ = len;
+  return st;
+}
+
+Status Tree::read(std::string_view key, const std::function<void(std::string_view)>& fn) const {
+  if (!fn) return Status::InvalidArgument("read: the function is empty");
+  ValueView view;
+  Status st = getView(key, &view);
+  if (st.ok()) fn(view.view());
+  return st;
+}
+
+Status Tree::getRange(std::string_view key, size_t offset, std::span<std::byte> buf, size_t* copied,
+                      size_t* vlen) const {
+  if (copied == nullptr || vlen == nullptr) return Status::InvalidArgument("getRange: copied or vlen is null");
+  if (buf.data() == nullptr && !buf.empty()) return Status::InvalidArgument("getRange: buf is null");
+  ValueView view;
+  Status st = getView(key, &view);
+  if (!st.ok()) return st;
+  *vlen = view.size();
+  *copied = offset >= view.size() ? 0 : std::min(buf.size(), view.size() - offset);
+  if (*copied > 0) std::memcpy(buf.data(), view.data() + offset, *copied);
+  return st;
+}
+
+ValueView& ValueView::operator=(ValueView&& o) noexcept {
+  if (this != &o) {
+    release();
+    tree_ = o.tree_;
+    pinned_ = o.pinned_;
+    data_ = o.data_;
+    size_ = o.size_;
+    o.tree_ = nullptr;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+void ValueView::release() {
+  if (tree_ == nullptr) return;
+  tree_->db->releaseView(tree_, pinned_);
+  tree_ = nullptr;
+  data_ = nullptr;
+  size_ = 0;
+}
+
 Status Tree::del(std::string_view key) { return impl_->db->del(impl_, key); }
 Status Tree::shape(TreeShape* out) const { return impl_->db->shape(impl_, out); }
 const std::string& Tree::name() const { return impl_->name; }

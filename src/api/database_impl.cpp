@@ -783,6 +783,26 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
   });
 }
 
+Status DatabaseImpl::getView(TreeImpl* t, std::string_view key, uint64_t* pinned, const std::byte** data,
+                             size_t* len) {
+  Status st = validateKey(key);
+  if (!st.ok()) return st;
+  if (!gate_.enter()) return closedStatus();
+  st = guarded([&] {
+    const uint8_t* bytes = nullptr;
+    if (!t->btree.pin(asBytes(key), pinned, &bytes, len)) return Status::NotFound();
+    *data = reinterpret_cast<const std::byte*>(bytes);
+    return Status::OK();
+  });
+  if (!st.ok()) gate_.leave();  // held only with a view
+  return st;
+}
+
+void DatabaseImpl::releaseView(TreeImpl* t, uint64_t pinned) {
+  t->btree.unpin(pinned);
+  gate_.leave();
+}
+
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;

@@ -93,6 +93,10 @@ class DatabaseImpl {
   Status put(TreeImpl* t, std::string_view key, std::string_view value);
   Status get(TreeImpl* t, std::string_view key, std::string* value);
   Status get(TreeImpl* t, std::string_view key, std::span<std::byte> buf, size_t* vlen);
+  // Zero-copy read (Tree::getView): on OK the value's bytes stay in place, a page held
+  // shared and the call gate entered (close waits), until releaseView(t, *pinned).
+  Status getView(TreeImpl* t, std::string_view key, uint64_t* pinned, const std::byte** data, size_t* len);
+  void releaseView(TreeImpl* t, uint64_t pinned);
   // Runs lookup(i) for every i in [0, n) as tasks of the calling thread, up to
   // kGetManyInFlight at once (task::runEach); for Tree::getMany. lookup must not throw.
   Status lookupEach(size_t n, const std::function<void(size_t)>& lookup);

@@ -51,6 +51,12 @@ class BasicBTree {
   // Copies min(cap, length) value bytes into buf and sets *vlen. False when absent.
   bool get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen);
   bool getString(Bytes key, std::string* value);
+  // Zero-copy: holds key's value in place (no copy) and sets *pinned to the page to
+  // release with unpin() and *data / *len to the value's bytes. The page held shared is
+  // the leaf for a value stored in it (writers of that leaf wait until unpin), else the
+  // value's own page. False (nothing held) when absent.
+  bool pin(Bytes key, uint64_t* pinned, const uint8_t** data, size_t* len);
+  void unpin(uint64_t pinned);
   void put(Bytes key, Bytes value);
   bool remove(Bytes key);
 

@@ -37,14 +37,27 @@ static_assert(valuePages(kMaxValueSize) <= kMaxSpanPages);
 template <class BM>
 constexpr bool kHasSpans = requires(BM& bm) { bm.allocSpan(PageKind::kValue, 2); };
 
+// Before retrying after r: wait for the shared holders an upgrade failed on (see
+// Restart), else, after a few attempts, let the writer we raced finish.
+template <class BM>
+void backOff(BM& bm, const Restart& r, unsigned attempt) {
+  if constexpr (requires { bm.waitForShared(uint64_t{}); }) {
+    if (r.sharedPid != ~0ull) {
+      bm.waitForShared(r.sharedPid);
+      return;
+    }
+  }
+  if (attempt > 4) task::pause();
+}
+
 // Runs fn until it completes without an optimistic-validation Restart.
-template <class Fn>
-auto withRestarts(Fn&& fn) {
+template <class BM, class Fn>
+auto withRestarts(BM& bm, Fn&& fn) {
   for (unsigned attempt = 0;; attempt++) {
     try {
       return fn();
-    } catch (const Restart&) {
-      if (attempt > 4) task::pause();  // let the writer we raced finish
+    } catch (const Restart& r) {
+      backOff(bm, r, attempt);
     }
   }
 }
@@ -85,7 +98,7 @@ void BasicBTree<BM>::descend(Bytes key, NodeO* parent, NodeO* node, uint64_t sto
 
 template <class BM>
 bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
-  return withRestarts([&] {
+  return withRestarts(bm_, [&] {
     NodeO parent;
     NodeO node;
     descend(key, &parent, &node, kNoPage);
@@ -169,7 +182,7 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
 
 template <class BM>
 bool BasicBTree<BM>::getString(Bytes key, std::string* value) {
-  return withRestarts([&] {
+  return withRestarts(bm_, [&] {
     NodeO parent;
     NodeO node;
     descend(key, &parent, &node, kNoPage);
@@ -179,6 +192,57 @@ bool BasicBTree<BM>::getString(Bytes key, std::string* value) {
     node.validate();
     return found;
   });
+}
+
+template <class BM>
+bool BasicBTree<BM>::pin(Bytes key, uint64_t* pinned, const uint8_t** data, size_t* len) {
+  if constexpr (!kHasSpans<BM>) {
+    throw StorageError(Status::InvalidArgument("zero-copy reads need the vmcache buffer manager"));
+  } else {
+    return withRestarts(bm_, [&] {
+      NodeO parent;
+      NodeO leaf;
+      descend(key, &parent, &leaf, kNoPage);
+      bool found;
+      unsigned pos = leaf->lowerBound(key, &found);
+      if (!found) {
+        leaf.validate();
+        return false;
+      }
+      // Shared at the version the search saw: pos and the slot are still what they were.
+      if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
+      const BTreeNode* node = leaf.get();
+      if (!node->outOfLine(pos)) {
+        *pinned = leaf.pid();
+        *data = node->payloadPtr(pos);
+        *len = node->payloadLen(pos);
+        return true;
+      }
+      // The value's page, fixed while the leaf is held (see withValue), then the leaf let go.
+      ValueRef ref = valueRefAt(node, pos);
+      const ValuePage* value;
+      try {
+        value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
+      } catch (...) {
+        bm_.unfixS(leaf.pid());
+        throw;
+      }
+      bm_.unfixS(leaf.pid());
+      if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+        bm_.unfixS(ref.pid);
+        throwCorrupt(ref.pid, "not the value page its leaf refers to");
+      }
+      *pinned = ref.pid;
+      *data = value->data;
+      *len = ref.len;
+      return true;
+    });
+  }
+}
+
+template <class BM>
+void BasicBTree<BM>::unpin(uint64_t pinned) {
+  if constexpr (kHasSpans<BM>) bm_.unfixS(pinned);
 }
 
 template <class BM>
@@ -256,8 +320,8 @@ typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes p
       NodeX parent;
       if (parentO.held()) parent = NodeX(std::move(parentO));
       split(node, parent, key);
-    } catch (const Restart&) {
-      if (attempt > 4) std::this_thread::yield();
+    } catch (const Restart& r) {
+      backOff(bm_, r, attempt);
     }
   }
 }
@@ -325,15 +389,15 @@ void BasicBTree<BM>::ensureSpace(uint64_t pid, Bytes key, unsigned payloadLen) {
       if (parentO.held()) parent = NodeX(std::move(parentO));
       NodeX node(std::move(nodeO));
       if (split(node, parent, key)) return;
-    } catch (const Restart&) {
-      if (attempt > 4) std::this_thread::yield();
+    } catch (const Restart& r) {
+      backOff(bm_, r, attempt);
     }
   }
 }
 
 template <class BM>
 bool BasicBTree<BM>::remove(Bytes key) {
-  return withRestarts([&] {
+  return withRestarts(bm_, [&] {
     NodeO parent;
     NodeO nodeO;
     descend(key, &parent, &nodeO, kNoPage);
@@ -364,7 +428,7 @@ void BasicBTree<BM>::mergeUnderfull(Bytes key, uint64_t pid) {
   bool parentUnderfull = false;
   bool rootEmpty = false;
   try {
-    withRestarts([&] {
+    withRestarts(bm_, [&] {
       NodeO parentO;
       NodeO nodeO;
       descend(key, &parentO, &nodeO, pid);
@@ -421,7 +485,7 @@ void BasicBTree<BM>::shrinkRoot() {
 template <class BM>
 void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead) {
   std::vector<uint64_t> ahead;
-  withRestarts([&] {
+  withRestarts(bm_, [&] {
     out->keys.clear();
     out->values.clear();
     NodeO parent;
@@ -485,7 +549,7 @@ void BasicBTree<BM>::leavesAhead(NodeO& parent, Bytes key, bool forward, unsigne
 
 template <class BM>
 bool BasicBTree<BM>::isDropped() {
-  return withRestarts([&] {
+  return withRestarts(bm_, [&] {
     NodeO root(bm_, root_);
     bool d = root->dropped();
     root.validate();

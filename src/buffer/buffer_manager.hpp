@@ -146,16 +146,38 @@ class BufferManager {
     return PageState::stateOf(now) == PageState::kMarked &&
            PageState::versionOf(now) == PageState::versionOf(begin) && ps.tryLockX(now);
   }
-  // Optimistic -> shared without waiting: false if the page changed since `begin`
-  // (or is locked exclusively now). unfixS releases it.
+  // Optimistic -> shared without waiting: false if the page changed since `begin`, is
+  // locked exclusively now, or somebody waits for it (a writer waiting for its shared
+  // holders to leave goes first). unfixS releases it.
   bool tryShareAt(uint64_t pid, uint64_t begin) {
     PageState& ps = state(pid);
     for (;;) {
       uint64_t w = ps.load();
-      if (PageState::versionOf(w) != PageState::versionOf(begin)) return false;
+      if (PageState::versionOf(w) != PageState::versionOf(begin) || PageState::isParked(w)) return false;
       uint64_t s = PageState::stateOf(w);
       if (s == PageState::kLocked || s == PageState::kEvicted || s == PageState::kMaxShared) return false;
       if (ps.tryLockS(w)) return true;
+    }
+  }
+  // True when pid is held shared, unchanged since `begin` (an upgrade failed for that).
+  bool heldShared(uint64_t pid, uint64_t begin) const {
+    uint64_t w = state(pid).load();
+    uint64_t s = PageState::stateOf(w);
+    return s >= 1 && s <= PageState::kMaxShared && PageState::versionOf(w) == PageState::versionOf(begin);
+  }
+  // Waits until pid is no longer held shared, keeping new shared holders that use
+  // tryShareAt out meanwhile (the parked bit). For a writer whose upgrade failed on them.
+  void waitForShared(uint64_t pid) {
+    PageState& ps = state(pid);
+    for (;;) {
+      uint64_t w = ps.load();
+      uint64_t s = PageState::stateOf(w);
+      if (s == 0 || s > PageState::kMaxShared) return;
+      if (!PageState::isParked(w)) {
+        ps.markWaiting(w);
+        continue;
+      }
+      ps.waitChange(w);
     }
   }
   // True when reaching pid would read it from storage (so its parent is checked first).

@@ -12,7 +12,12 @@
 
 namespace vmstore::internal {
 
-struct Restart {};
+// sharedPid: the upgrade failed only because readers hold that page shared (a value
+// view, a value being read): the retry should wait for them first (writers would starve
+// behind overlapping holders otherwise).
+struct Restart {
+  uint64_t sharedPid = ~0ull;
+};
 
 class StorageError : public std::exception {
  public:

@@ -104,12 +104,17 @@ class GuardX {
   GuardX(BM& bm, Page* page) : bm_(&bm), pid_(page->header.pid), page_(page) {}
   // Upgrade: Restart if the page changed since the optimistic read began.
   explicit GuardX(GuardO<T, BM>&& o) : bm_(o.bm()), pid_(o.pid()), page_(o.page()) {
-    bool ok = bm_->tryUpgradeX(pid_, page_, o.version());
+    const uint64_t version = o.version();
+    bool ok = bm_->tryUpgradeX(pid_, page_, version);
     o = GuardO<T, BM>();
     if (!ok) {
+      Restart r;
+      if constexpr (requires(BM& b) { b.heldShared(uint64_t{}, uint64_t{}); }) {
+        if (bm_->heldShared(pid_, version)) r.sharedPid = pid_;
+      }
       pid_ = kNoPage;
       bm_->countRestart();
-      throw Restart{};
+      throw r;
     }
     markDirty();
   }

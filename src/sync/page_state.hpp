@@ -92,6 +92,11 @@ class PageState {
                                   std::memory_order_relaxed);
   }
 
+  // Sets the parked bit on an observed word (someone waits for this page); false if
+  // the word changed meanwhile.
+  bool markWaiting(uint64_t observed) {
+    return word_.compare_exchange_strong(observed, observed | kParkedBit, std::memory_order_relaxed);
+  }
   void unlockX() { releaseTo(kUnlocked); }
   void unlockXEvicted() { releaseTo(kEvicted); }
   void unlockS();
