@@ -155,6 +155,13 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
  *   into buf, sets *copied to how many and *vlen to the value's whole length; only that
  *   range is copied. An offset at or past the end copies nothing. */
 typedef struct vms_view vms_view;
+/* Writes a value of vlen bytes in place, without a second copy (LMDB's MDB_RESERVE):
+ * fill(ctx, space, vlen) gets the value's bytes (zeroed) in their final place and
+ * writes them; if it returns 0 the value is stored under key as vms_put would, else
+ * nothing changes and its return value is returned as is. fill runs with the key's
+ * writer lock held: it must not call this database. */
+typedef int (*vms_fill_fn)(void* ctx, void* space, size_t vlen);
+int vms_put_reserve(vms_tree* t, const void* key, size_t klen, size_t vlen, vms_fill_fn fill, void* ctx);
 int vms_get_view(vms_tree* t, const void* key, size_t klen, vms_view** view, const void** value, size_t* vlen);
 void vms_view_release(vms_view* view);
 typedef int (*vms_read_fn)(void* ctx, const void* value, size_t vlen);

@@ -51,6 +51,13 @@ class Tree {
   Status get(std::string_view key, std::string* value) const;
   // Copies min(buf.size(), value length) bytes and sets *vlen to the full length.
   Status get(std::string_view key, std::span<std::byte> buf, size_t* vlen) const;
+  // Writes a value of len bytes in place, without a second copy of it (LMDB's
+  // MDB_RESERVE): fill gets the value's bytes (zeroed) in its final place and writes
+  // them; if it returns OK, the value is stored under key as put() would, else nothing
+  // changes and its Status is returned (an exception from fill likewise changes nothing
+  // and propagates). fill runs with the key's writer lock held: it must not call this
+  // database. A value small enough for a leaf is filled aside and copied once.
+  Status putReserve(std::string_view key, size_t len, const std::function<Status(std::span<std::byte>)>& fill);
   // Zero-copy: *view holds the value in place until released (see value_view.hpp for
   // what a holder may do meanwhile). A view *view held before is released first.
   // NotFound (view not held) when absent.

@@ -158,6 +158,18 @@ int vms_get_view(vms_tree* t, const void* key, size_t klen, vms_view** view, con
 
 void vms_view_release(vms_view* view) { delete view; }
 
+int vms_put_reserve(vms_tree* t, const void* key, size_t klen, size_t vlen, vms_fill_fn fill, void* ctx) {
+  if (t == nullptr || key == nullptr || fill == nullptr) return invalid("vms_put_reserve: tree, key or fill is NULL");
+  return noThrow([&] {
+    int rc = 0;
+    Status st = asTree(t)->putReserve(bytes(key, klen), vlen, [&](std::span<std::byte> space) {
+      rc = fill(ctx, space.data(), space.size());
+      return rc == 0 ? Status::OK() : Status::InvalidArgument("vms_put_reserve: fill returned " + std::to_string(rc));
+    });
+    return rc != 0 ? rc : report(st);
+  });
+}
+
 int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx) {
   if (t == nullptr || key == nullptr || fn == nullptr) return invalid("vms_read: tree, key or fn is NULL");
   return noThrow([&] {

@@ -96,6 +96,12 @@ Status Tree::getMany(std::span<const std::string_view> keys, std::span<const std
     statuses[i] = impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]);
   });
 }
+Status Tree::putReserve(std::string_view key, size_t len,
+                        const std::function<Status(std::span<std::byte>)>& fill) {
+  if (!fill) return Status::InvalidArgument("putReserve: the fill function is empty");
+  return impl_->db->putReserve(impl_, key, len, fill);
+}
+
 Status Tree::getView(std::string_view key, ValueView* view) const {
   if (view == nullptr) return Status::InvalidArgument("view output pointer is null");
   view->release();

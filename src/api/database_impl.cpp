@@ -684,7 +684,7 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
 
 template <class Lock, class Fn>
 Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(),
-                                Fn&& change) {
+                                Fn&& change, size_t lateValueBytes) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   Status st = (this->*allowed)();
@@ -695,10 +695,10 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     Lock gate(writeGate_, std::defer_lock);
     task::acquire(gate);
     size_t size = 0;
-    if (logging() && recordSize(ops) > unloggedRecordBytes()) {
+    if (logging() && recordSize(ops, lateValueBytes) > unloggedRecordBytes()) {
       unlogged = true;  // too large for the log: a checkpoint makes it durable below
     } else if (logging()) {
-      size = recordSize(ops);
+      size = recordSize(ops, lateValueBytes);
       st = log_.reserve(size);
       if (st.code() == Status::Code::kBusy) {
         if (!log_.fits(size)) {
@@ -781,6 +781,64 @@ Status DatabaseImpl::get(TreeImpl* t, std::string_view key, std::span<std::byte>
     if (!t->btree.get(asBytes(key), reinterpret_cast<uint8_t*>(buf.data()), buf.size(), vlen)) return Status::NotFound();
     return Status::OK();
   });
+}
+
+Status DatabaseImpl::putReserve(TreeImpl* t, std::string_view key, size_t len,
+                                const std::function<Status(std::span<std::byte>)>& fill) {
+  Status st = validateKey(key);
+  if (st.ok() && len > kMaxValueSize) {
+    st = Status::TooBig("value of " + std::to_string(len) + " bytes exceeds the maximum of " +
+                        std::to_string(kMaxValueSize));
+  }
+  if (!st.ok()) return st;
+  if (key.size() + len <= BTreeNode::kMaxEntry) {
+    // Stored in the leaf: filled aside (a small copy), then put.
+    std::string v(len, '\0');
+    st = fill(std::as_writable_bytes(std::span<char>(v)));
+    return st.ok() ? put(t, key, v) : st;
+  }
+  // Its own page, filled in place under the writer gate (so no checkpoint sees the page
+  // allocated but unreferenced), held while the log record copies it, then linked.
+  LogOp op{LogOpKind::kPut, t->name, key, {}};
+  Status filled;
+  uint64_t held = kNoPage;  // the value's page, held shared until the record is appended
+  std::exception_ptr thrown;
+  st = writeUnder<std::shared_lock<std::shared_mutex>>(
+      {&op, 1}, KeyLock{t, key}, &DatabaseImpl::writable,
+      [&] {
+        uint64_t pid = t->btree.allocValue(len, [&](uint8_t* data) {
+          try {
+            filled = fill(std::span<std::byte>(reinterpret_cast<std::byte*>(data), len));
+          } catch (...) {  // rethrown below, once the write has unwound cleanly
+            thrown = std::current_exception();
+            filled = Status::InvalidArgument("putReserve: the fill function threw");
+          }
+        });
+        if (!filled.ok()) {
+          t->btree.freeValue(pid, len);
+          return filled;  // not logged: nothing changed
+        }
+        const uint8_t* bytes = nullptr;
+        try {
+          bytes = t->btree.holdValue(pid, len);
+          try {
+            t->btree.linkValue(asBytes(key), pid, len);
+          } catch (...) {
+            t->btree.unpin(pid);
+            throw;
+          }
+        } catch (...) {
+          t->btree.freeValue(pid, len);
+          throw;
+        }
+        held = pid;
+        op.value = std::string_view(reinterpret_cast<const char*>(bytes), len);
+        return Status::OK();
+      },
+      len);
+  if (held != kNoPage) t->btree.unpin(held);
+  if (thrown) std::rethrow_exception(thrown);
+  return st;
 }
 
 Status DatabaseImpl::getView(TreeImpl* t, std::string_view key, uint64_t* pinned, const std::byte** data,

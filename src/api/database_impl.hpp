@@ -93,6 +93,9 @@ class DatabaseImpl {
   Status put(TreeImpl* t, std::string_view key, std::string_view value);
   Status get(TreeImpl* t, std::string_view key, std::string* value);
   Status get(TreeImpl* t, std::string_view key, std::span<std::byte> buf, size_t* vlen);
+  // Tree::putReserve: a value of len bytes written in place by fill (see database.hpp).
+  Status putReserve(TreeImpl* t, std::string_view key, size_t len,
+                    const std::function<Status(std::span<std::byte>)>& fill);
   // Zero-copy read (Tree::getView): on OK the value's bytes stay in place, a page held
   // shared and the call gate entered (close waits), until releaseView(t, *pinned).
   Status getView(TreeImpl* t, std::string_view key, uint64_t* pinned, const std::byte** data, size_t* len);
@@ -146,8 +149,11 @@ class DatabaseImpl {
     const TreeImpl* tree = nullptr;
     std::string_view key;
   };
+  // lateValueBytes: the change itself sets the value of ops[0] (filled in place), of
+  // that many bytes; the record is sized for it.
   template <class Lock, class Fn>
-  Status writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change);
+  Status writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change,
+                    size_t lateValueBytes = 0);
   bool logging() const { return log_.writing() && !replaying_; }
   // A write whose log record would exceed this (a value of tens of MiB) is not logged:
   // its call returns once a checkpoint that holds it has committed (see DESIGN.md).

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,16 @@ class BasicBTree {
   bool pin(Bytes key, uint64_t* pinned, const uint8_t** data, size_t* len);
   void unpin(uint64_t pinned);
   void put(Bytes key, Bytes value);
+  // Writing a value in place (no second copy of it), in three steps: allocValue makes
+  // the value's page (of a value too large for a leaf: key.size() + len >
+  // BTreeNode::kMaxEntry) and calls fill(bytes) on its len bytes, before anything
+  // refers to it; linkValue puts it under key like put() (freeing a value it replaces);
+  // freeValue frees one never linked (fill or linkValue failed). holdValue/unpin keep
+  // it resident in between (its bytes stay readable, for the log record).
+  uint64_t allocValue(size_t len, const std::function<void(uint8_t*)>& fill);
+  void linkValue(Bytes key, uint64_t pid, size_t len);
+  void freeValue(uint64_t pid, size_t len) { freeValuePage(ValueRef{pid, static_cast<uint32_t>(len)}); }
+  const uint8_t* holdValue(uint64_t pid, size_t len);
   bool remove(Bytes key);
 
   // The entries >= from of the leaf that holds `from`, ascending.

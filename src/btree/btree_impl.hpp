@@ -246,8 +246,8 @@ void BasicBTree<BM>::unpin(uint64_t pinned) {
 }
 
 template <class BM>
-uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
-  const uint64_t pages = valuePages(value.size());
+uint64_t BasicBTree<BM>::allocValue(size_t len, const std::function<void(uint8_t*)>& fill) {
+  const uint64_t pages = valuePages(len);
   Page* p;
   if constexpr (kHasSpans<BM>) {
     p = bm_.allocSpan(PageKind::kValue, pages);
@@ -256,9 +256,37 @@ uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
     p = bm_.allocPage(PageKind::kValue);
   }
   GuardX<ValuePage, BM> page(bm_, p);
-  page->len = static_cast<uint32_t>(value.size());
-  std::memcpy(page->data, value.data(), value.size());
+  page->len = static_cast<uint32_t>(len);
+  try {
+    fill(page->data);
+  } catch (...) {
+    uint64_t pid = page.pid();
+    page.release();
+    freeValuePage(ValueRef{pid, static_cast<uint32_t>(len)});
+    throw;
+  }
   return page.pid();
+}
+
+template <class BM>
+uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
+  return allocValue(value.size(), [&](uint8_t* data) { std::memcpy(data, value.data(), value.size()); });
+}
+
+template <class BM>
+void BasicBTree<BM>::linkValue(Bytes key, uint64_t pid, size_t len) {
+  ValueRef ref{pid, static_cast<uint32_t>(len)};
+  ValueRef old = insertEntry(key, Bytes(reinterpret_cast<const uint8_t*>(&ref), sizeof(ref)), true);
+  if (old.pid != kNoPage) freeValuePage(old);
+}
+
+template <class BM>
+const uint8_t* BasicBTree<BM>::holdValue(uint64_t pid, size_t len) {
+  if constexpr (kHasSpans<BM>) {
+    return reinterpret_cast<const ValuePage*>(bm_.fixS(pid, valuePages(len)))->data;
+  } else {
+    throw StorageError(Status::InvalidArgument("holding a value needs the vmcache buffer manager"));
+  }
 }
 
 template <class BM>

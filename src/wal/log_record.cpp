@@ -35,7 +35,9 @@ uint32_t recordCrc(const uint8_t* record, size_t length) {
 
 }  // namespace
 
-size_t recordSize(std::span<const LogOp> ops) { return padded(sizeof(LogRecordHeader) + payloadSize(ops)); }
+size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes) {
+  return padded(sizeof(LogRecordHeader) + payloadSize(ops) + moreValueBytes);
+}
 
 void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out) {
   size_t length = payloadSize(ops);

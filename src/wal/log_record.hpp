@@ -43,8 +43,9 @@ struct LogRecordHeader {
 };
 static_assert(sizeof(LogRecordHeader) == 32);
 
-// Bytes the record of these operations occupies (header, payload, padding).
-size_t recordSize(std::span<const LogOp> ops);
+// Bytes the record of these operations occupies (header, payload, padding), with
+// moreValueBytes value bytes beyond those the ops hold now (a value not yet written).
+size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes = 0);
 // Writes the record into out (recordSize(ops) bytes).
 void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out);
 
