@@ -30,6 +30,10 @@
 
 namespace vmstore::internal {
 
+namespace btree_detail {
+struct ValuePage;
+}  // namespace btree_detail
+
 // Entries copied out of one leaf for an iterator, in iteration order.
 struct LeafBatch {
   std::vector<std::string> keys;
@@ -159,6 +163,12 @@ class BasicBTree {
   // see torn bytes of a one-page value (it must only copy; validation follows).
   template <class Fn>
   void withValue(NodeO& leaf, ValueRef ref, Fn&& fn);
+  // Descends to key's leaf (*pos: its slot there); false, validated, when key is absent.
+  bool findInLeaf(Bytes key, NodeO* leaf, unsigned* pos);
+  // The caller holds leaf leafPid shared and read ref from it: fixes the value shared
+  // (reading it in if need be), then lets the leaf go (also on failure). Corruption if
+  // the page is not that value.
+  const btree_detail::ValuePage* fixValueAndReleaseLeaf(uint64_t leafPid, ValueRef ref);
   [[noreturn]] void throwCorrupt(uint64_t pid, const std::string& what);
 
   BM& bm_;

@@ -97,17 +97,21 @@ void BasicBTree<BM>::descend(Bytes key, NodeO* parent, NodeO* node, uint64_t sto
 }
 
 template <class BM>
+bool BasicBTree<BM>::findInLeaf(Bytes key, NodeO* leaf, unsigned* pos) {
+  NodeO parent;
+  descend(key, &parent, leaf, kNoPage);
+  bool found;
+  *pos = (*leaf)->lowerBound(key, &found);
+  if (!found) leaf->validate();
+  return found;
+}
+
+template <class BM>
 bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
   return withRestarts(bm_, [&] {
-    NodeO parent;
     NodeO node;
-    descend(key, &parent, &node, kNoPage);
-    bool found;
-    unsigned pos = node->lowerBound(key, &found);
-    if (!found) {
-      node.validate();
-      return false;
-    }
+    unsigned pos;
+    if (!findInLeaf(key, &node, &pos)) return false;
     if (!node->outOfLine(pos)) {
       size_t n = node->payloadLen(pos);
       if (cap > 0) std::memcpy(buf, node->payloadPtr(pos), std::min(n, cap));
@@ -159,24 +163,34 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
     // writer changes the leaf before it frees a value, so the reference stays current
     // and the ids it names stay this value's.
     if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
-    Page* page;
-    try {
-      page = bm_.fixS(ref.pid, pages);
-    } catch (...) {
-      bm_.unfixS(leaf.pid());
-      throw;
-    }
-    bm_.unfixS(leaf.pid());
+    const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref);
     struct Unfix {
       BM& bm;
       uint64_t pid;
       ~Unfix() { bm.unfixS(pid); }
     } unfix{bm_, ref.pid};
-    const auto* value = reinterpret_cast<const ValuePage*>(page);
+    fn(value->data, static_cast<size_t>(ref.len));
+  }
+}
+
+template <class BM>
+const ValuePage* BasicBTree<BM>::fixValueAndReleaseLeaf(uint64_t leafPid, ValueRef ref) {
+  if constexpr (!kHasSpans<BM>) {
+    throwCorrupt(ref.pid, "a value over one page, which this buffer manager cannot hold");
+  } else {
+    const ValuePage* value;
+    try {
+      value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
+    } catch (...) {
+      bm_.unfixS(leafPid);
+      throw;
+    }
+    bm_.unfixS(leafPid);
     if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+      bm_.unfixS(ref.pid);
       throwCorrupt(ref.pid, "not the value page its leaf refers to");
     }
-    fn(value->data, static_cast<size_t>(ref.len));
+    return value;
   }
 }
 
@@ -200,15 +214,9 @@ bool BasicBTree<BM>::pin(Bytes key, uint64_t* pinned, const uint8_t** data, size
     throw StorageError(Status::InvalidArgument("zero-copy reads need the vmcache buffer manager"));
   } else {
     return withRestarts(bm_, [&] {
-      NodeO parent;
       NodeO leaf;
-      descend(key, &parent, &leaf, kNoPage);
-      bool found;
-      unsigned pos = leaf->lowerBound(key, &found);
-      if (!found) {
-        leaf.validate();
-        return false;
-      }
+      unsigned pos;
+      if (!findInLeaf(key, &leaf, &pos)) return false;
       // Shared at the version the search saw: pos and the slot are still what they were.
       if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
       const BTreeNode* node = leaf.get();
@@ -218,20 +226,8 @@ bool BasicBTree<BM>::pin(Bytes key, uint64_t* pinned, const uint8_t** data, size
         *len = node->payloadLen(pos);
         return true;
       }
-      // The value's page, fixed while the leaf is held (see withValue), then the leaf let go.
       ValueRef ref = valueRefAt(node, pos);
-      const ValuePage* value;
-      try {
-        value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
-      } catch (...) {
-        bm_.unfixS(leaf.pid());
-        throw;
-      }
-      bm_.unfixS(leaf.pid());
-      if (value->page.kind != PageKind::kValue || value->len != ref.len) {
-        bm_.unfixS(ref.pid);
-        throwCorrupt(ref.pid, "not the value page its leaf refers to");
-      }
+      const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref);
       *pinned = ref.pid;
       *data = value->data;
       *len = ref.len;
