@@ -20,6 +20,8 @@
 // - begin()/commit() bracket a transaction (TPC-C); engines without transactions treat
 //   them as no-ops, engines with a single writer (LMDB) serialize write transactions.
 //   Reads outside begin()/commit() are allowed.
+// - update() is a read-modify-write of one key (TPC-C's row updates): by default get()
+//   then put(); an engine with an atomic one (vmstore: Tree::update) overrides it.
 // - Failures throw std::runtime_error naming the engine and the operation.
 // - stats() is cumulative since open; counters an engine does not have stay 0.
 #pragma once
