@@ -47,6 +47,18 @@ Status increment(vmstore::Tree* t, std::string_view key) {
   });
 }
 
+// The sum of the counters "c0000000000" .. (a missing one fails the test).
+uint64_t counterSum(vmstore::Tree* t, int counters) {
+  uint64_t total = 0;
+  for (int c = 0; c < counters; c++) {
+    std::string v;
+    Status s = t->get(numKey("c", c), &v);
+    EXPECT_TRUE(s.ok()) << "counter " << c << ": " << s.toString();
+    total += asU64(v);
+  }
+  return total;
+}
+
 class UpdateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -332,13 +344,7 @@ void countersLoseNothing(const std::string& dir, const std::string& config) {
   inserter.join();
   reader.join();
   EXPECT_EQ(failed.load(), 0);
-  uint64_t total = 0;
-  for (int c = 0; c < counters; c++) {
-    std::string v;
-    VMS_ASSERT_OK(t->get(numKey("c", c), &v));
-    total += asU64(v);
-  }
-  EXPECT_EQ(total, static_cast<uint64_t>(threads) * each) << config;
+  EXPECT_EQ(counterSum(t, counters), static_cast<uint64_t>(threads) * each) << config;
   expectCheckOk(db.get());
   VMS_ASSERT_OK(db->close());
 }
@@ -376,13 +382,7 @@ TEST(UpdateConcurrency, CountersLoseNothingInTaskMode) {
   VMS_ASSERT_OK(db->sync());  // a checkpoint while the tasks update
   VMS_ASSERT_OK(pool->wait());
   EXPECT_EQ(failed.load(), 0);
-  uint64_t total = 0;
-  for (int c = 0; c < counters; c++) {
-    std::string v;
-    VMS_ASSERT_OK(t->get(numKey("c", c), &v));
-    total += asU64(v);
-  }
-  EXPECT_EQ(total, static_cast<uint64_t>(tasks) * each);
+  EXPECT_EQ(counterSum(t, counters), static_cast<uint64_t>(tasks) * each);
   VMS_ASSERT_OK(db->close());
 }
 

@@ -39,6 +39,19 @@ bool builtIn(const std::string& name) {
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
+// A fresh engine `name` in dir (emptied first) with tables "alpha" and "beta".
+std::unique_ptr<Engine> openEngine(const std::string& name, const std::string& dir, Durability d) {
+  std::filesystem::remove_all(dir);
+  std::unique_ptr<Engine> engine = EngineRegistry::instance().make(name);
+  EXPECT_TRUE(engine->supports(d));
+  EngineConfig config;
+  config.dir = dir;
+  config.poolBytes = 16 << 20;
+  config.durability = d;
+  engine->open(config, {"alpha", "beta"});
+  return engine;
+}
+
 class EngineAdapterTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -183,13 +196,7 @@ TEST(VmstoreAdapter, UpdateInEveryDurabilityModeAndInsideATransaction) {
   for (Durability d : {Durability::kNone, Durability::kAsync, Durability::kSync}) {
     SCOPED_TRACE(durabilityName(d));
     std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/engines_vmstore_update_" + std::to_string(::getpid());
-    std::filesystem::remove_all(dir);
-    std::unique_ptr<Engine> engine = makeEngine("vmstore");
-    EngineConfig config;
-    config.dir = dir;
-    config.poolBytes = 16 << 20;
-    config.durability = d;
-    engine->open(config, {"alpha", "beta"});
+    std::unique_ptr<Engine> engine = openEngine("vmstore", dir, d);
     {
       auto s = engine->session();
       auto other = engine->session();
@@ -345,14 +352,7 @@ TEST_P(EngineAdapterTest, LoggedModesOpen) {
   open_ = false;
   for (Durability d : {Durability::kAsync, Durability::kSync}) {
     SCOPED_TRACE(durabilityName(d));
-    std::filesystem::remove_all(dir_);
-    auto logged = EngineRegistry::instance().make(GetParam());
-    ASSERT_TRUE(logged->supports(d));
-    EngineConfig config;
-    config.dir = dir_;
-    config.poolBytes = 16 << 20;
-    config.durability = d;
-    logged->open(config, {"alpha", "beta"});
+    auto logged = openEngine(GetParam(), dir_, d);
     {
       auto s = logged->session();
       s->begin();
