@@ -42,7 +42,8 @@ class TreeImpl;
 
 class Iterator;
 
-// What the function of an update (Tree::update) decides for its key.
+// What the function of an update (Tree::update) decides for its key. Move-only; a keep,
+// put or del is a few words, moved without touching the heap.
 class Change {
  public:
   enum class Kind { kKeep, kPut, kDelete, kAbort };
@@ -60,8 +61,8 @@ class Change {
   static Change put(const char* value) { return put(std::string_view(value)); }
   static Change put(std::string&& value) {
     Change c(Kind::kPut);
-    c.owned_ = std::move(value);
-    c.owns_ = true;
+    c.owned_ = std::make_unique<std::string>(std::move(value));
+    c.value_ = *c.owned_;
     return c;
   }
   // Remove the key (absent: nothing to do, nothing logged).
@@ -69,21 +70,20 @@ class Change {
   // Change nothing: update returns `why` as given (an OK status makes it a keep()).
   static Change abort(Status why) {
     Change c(Kind::kAbort);
-    c.status_ = std::move(why);
+    c.status_ = std::make_unique<Status>(std::move(why));
     return c;
   }
 
   Kind kind() const { return kind_; }
-  std::string_view value() const { return owns_ ? std::string_view(owned_) : value_; }  // kPut
-  const Status& status() const { return status_; }  // kAbort
+  std::string_view value() const { return value_; }  // kPut
+  Status status() const { return status_ ? *status_ : Status(); }  // kAbort
 
  private:
   explicit Change(Kind kind) : kind_(kind) {}
   Kind kind_;
-  bool owns_ = false;
   std::string_view value_;
-  std::string owned_;
-  Status status_;
+  std::unique_ptr<std::string> owned_;  // put(std::string&&): value_ views it
+  std::unique_ptr<Status> status_;      // abort
 };
 
 class Tree {
