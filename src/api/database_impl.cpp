@@ -725,7 +725,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     }
     break;
   }
-  return afterWrite(st, lsn);
+  return afterWrite(std::move(st), lsn);
 }
 
 Status DatabaseImpl::afterWrite(Status st, uint64_t lsn) {
@@ -784,15 +784,14 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
 }
 
 Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, void* ctx) {
-  Status st = validateKey(key);
-  if (!st.ok()) return st;
+  if (Status bad = validateKey(key); !bad.ok()) return bad;
   if (fn == nullptr) return Status::InvalidArgument("the update function is null");
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  st = writable();
-  if (!st.ok()) return st;
+  if (Status refused = writable(); !refused.ok()) return refused;
   std::exception_ptr thrown;  // fn's exception, rethrown once everything is let go
   uint64_t lsn = 0;
+  Status st;
   for (;;) {
     std::shared_lock<std::shared_mutex> gate(writeGate_, std::defer_lock);
     task::acquire(gate);
@@ -867,7 +866,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
           t->btree.remove(asBytes(key));
         }
       }
-      return decided;
+      return std::move(decided);
     });
     if (reserved != 0) {
       if (st.ok()) {
@@ -886,7 +885,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
     break;
   }
   if (thrown) std::rethrow_exception(thrown);
-  return afterWrite(st, lsn);
+  return afterWrite(std::move(st), lsn);
 }
 
 Status DatabaseImpl::shape(TreeImpl* t, TreeShape* out) {
