@@ -20,6 +20,8 @@
 // - begin()/commit() bracket a transaction (TPC-C); engines without transactions treat
 //   them as no-ops, engines with a single writer (LMDB) serialize write transactions.
 //   Reads outside begin()/commit() are allowed.
+// - update() is a read-modify-write of one key (TPC-C's row updates): by default get()
+//   then put(); an engine with an atomic one (vmstore: Tree::update) overrides it.
 // - Failures throw std::runtime_error naming the engine and the operation.
 // - stats() is cumulative since open; counters an engine does not have stay 0.
 #pragma once
@@ -30,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "vmstore/options.hpp"
@@ -64,6 +67,24 @@ struct EngineStats {
 // Called with each entry in order; return false to stop.
 using ScanFn = std::function<bool(std::string_view key, std::string_view value)>;
 
+// The function of Session::update, by reference (no copy, no allocation): it gets the
+// key's value in *value, may change it (to any size), and returns true to store it or
+// false to leave the key as it was. It may be called more than once (vmstore calls it
+// again if its log file was full); each call gets the value afresh.
+class UpdateFn {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, UpdateFn>)
+  UpdateFn(F&& f)  // NOLINT: implicit, from a lambda at the call
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* o, std::string& v) { return (*static_cast<std::remove_reference_t<F>*>(o))(v); }) {}
+  bool operator()(std::string& value) const { return call_(obj_, value); }
+
+ private:
+  void* obj_;
+  bool (*call_)(void*, std::string&);
+};
+
 class Session {
  public:
   virtual ~Session() = default;
@@ -85,10 +106,22 @@ class Session {
   }
   // False when absent.
   virtual bool del(int table, std::string_view key) = 0;
+  // Read-modify-write of a present key (TPC-C's row updates): fn gets its value and
+  // decides (see UpdateFn). False, with fn not called, when the key is absent. By default
+  // get() then put(); vmstore overrides it with Tree::update (atomic, in place when the
+  // size does not change). An exception of fn propagates, with nothing written.
+  virtual bool update(int table, std::string_view key, const UpdateFn& fn) {
+    if (!get(table, key, &updateBuffer_)) return false;
+    if (fn(updateBuffer_)) put(table, key, updateBuffer_);
+    return true;
+  }
   // Entries with key >= start, ascending.
   virtual void scan(int table, std::string_view start, const ScanFn& fn) = 0;
   // Entries with key <= start, descending.
   virtual void scanReverse(int table, std::string_view start, const ScanFn& fn) = 0;
+
+ protected:
+  std::string updateBuffer_;  // the value update() hands to its function, reused
 };
 
 class Engine {

@@ -124,6 +124,46 @@ int vms_put(vms_tree* t, const void* key, size_t klen, const void* val, size_t v
  * (buf may be NULL when cap is 0). */
 int vms_get(vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, size_t* vlen);
 int vms_delete(vms_tree* t, const void* key, size_t klen);
+
+/* Atomic read-modify-write of one key: vms_update calls fn with the key's current value
+ * and applies what fn decides before any other write of the key can follow the value
+ * fn saw. No update is lost under any concurrency, in every durability mode: puts,
+ * deletes, batches and other updates of the key wait while it runs; readers do not.
+ *
+ * fn(ctx, val, vlen, newval, newlen) gets ctx as given, and in val/vlen the current
+ * value (a copy, valid until fn returns; val is NULL when the key is absent, non-NULL
+ * with vlen 0 for an empty value). It returns one of:
+ *   VMS_UPDATE_KEEP    leave the key as it is (absent stays absent); nothing is logged
+ *   VMS_UPDATE_PUT     store the *newlen bytes at *newval (0 .. VMS_MAX_VALUE_SIZE;
+ *                      *newval may point into val, or to memory valid until vms_update
+ *                      returns; NULL only with *newlen 0)
+ *   VMS_UPDATE_DELETE  remove the key (absent: nothing to do, nothing logged)
+ *   a negative code    abort: nothing changes and vms_update returns that code as it
+ *                      is. vmstore's own codes are -1 .. -99; use VMS_EUSER (-100) and
+ *                      below for yours, so callers can tell them apart.
+ * vms_update returns VMS_OK after keep, put and delete (also of an absent key), fn's
+ * abort code, VMS_ETOOBIG for a new value over VMS_MAX_VALUE_SIZE, VMS_EINVAL for any
+ * other return value of fn or a NULL *newval with *newlen > 0 (nothing changed in all
+ * these cases), and otherwise what vms_put and vms_delete return.
+ *
+ * What fn may do: fn runs on the calling thread with no page locked but holding the
+ * key's lock (which some other keys share) and the database's writer gate (shared). It
+ * must return quickly and must not call vmstore on this database (that may deadlock),
+ * nor block its thread (inside a task: nor wait for another task).
+ * How often fn is called: never when vms_update fails its argument checks (NULL tree,
+ * key or fn: VMS_EINVAL; the empty key: VMS_EINVAL; a key over VMS_MAX_KEY_SIZE:
+ * VMS_ETOOBIG) or the database is closed or read-only; otherwise once, except that if
+ * the log file is full when fn's change is to be logged, vms_update lets a checkpoint
+ * switch log files and calls fn again with the value as it is then. Only the change of
+ * the last call is applied, so fn should only compute its result (and set its outputs
+ * anew each time).
+ * A put of the same size as the current value is written over it in place (values of
+ * up to about 1.5 KiB with their key, which live in the B+tree's leaves). The change is
+ * logged, and replayed after a crash, as the put or delete it was. */
+enum { VMS_UPDATE_KEEP = 0, VMS_UPDATE_PUT = 1, VMS_UPDATE_DELETE = 2 };
+#define VMS_EUSER (-100)
+typedef int (*vms_update_fn)(void* ctx, const void* val, size_t vlen, const void** newval, size_t* newlen);
+int vms_update(vms_tree* t, const void* key, size_t klen, vms_update_fn fn, void* ctx);
 /* n lookups with their page misses in flight together: they run as tasks of the calling
  * thread (up to 64 at once), and a lookup that misses suspends while the others go on,
  * so one thread keeps many reads in flight (config io=uring, the default). Lookup i is

@@ -14,6 +14,9 @@
 // A transaction of one write is written as that one put or del. With none and async,
 // begin()/commit() are no-ops and every put and del is a committed write of its own
 // (async: one log record each, no flush).
+// update() is Tree::update (one atomic read-modify-write, in place when the size does not
+// change), except inside a buffered transaction (sync), where it is get() then put() on
+// the transaction's writes.
 // Statistics: Database::stats() (page misses and pages written, 4096 bytes each; the
 // log's bytes since the last checkpoint and its flushes since open).
 #include <algorithm>
@@ -70,6 +73,7 @@ class VmstoreSession : public Session {
   void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                std::vector<bool>* found) override;
   bool del(int table, std::string_view key) override;
+  bool update(int table, std::string_view key, const UpdateFn& fn) override;
   void scan(int table, std::string_view start, const ScanFn& fn) override;
   void scanReverse(int table, std::string_view start, const ScanFn& fn) override;
 
@@ -229,6 +233,19 @@ bool VmstoreSession::del(int table, std::string_view key) {
   if (s.ok()) return true;
   if (s.isNotFound()) return false;
   fail("del", s);
+}
+
+bool VmstoreSession::update(int table, std::string_view key, const UpdateFn& fn) {
+  if (pending_.of(table) != nullptr) return Session::update(table, key, fn);  // reads its writes
+  bool found = false;
+  Status s = engine_->tree(table)->update(key, [&](std::optional<std::string_view> current) {
+    found = current.has_value();
+    if (!found) return Change::keep();
+    updateBuffer_.assign(*current);
+    return fn(updateBuffer_) ? Change::put(std::string_view(updateBuffer_)) : Change::keep();
+  });
+  if (!s.ok()) fail("update", s);
+  return found;
 }
 
 void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, std::string_view start, bool reverse,

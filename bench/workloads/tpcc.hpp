@@ -23,6 +23,10 @@
 // transaction). Workers with distinct home warehouses (threads <= W) contend only on
 // remote accesses (remote stock in NewOrder, remote customer in Payment).
 //
+// Row updates (district, stock, warehouse, customer, order, order line) are one
+// Session::update each, a read-modify-write of the row, as the original vmcache code
+// updates rows in place; engines without one do get() then put().
+//
 // Counting: every transaction, including the 1% of NewOrders rolled back on an unused
 // item number (session.abort(), nothing written: the items are read first), adds one to
 // ThreadCounter::tx.
@@ -125,7 +129,6 @@ class Worker {
   uint64_t rolledBack_ = 0;
   std::string v_;  // value buffer reused across gets
   std::vector<uint32_t> ids_;
-  std::vector<OrderLineRow> lines_;
   // Results a terminal would display, kept so that the work is not optimised away.
   double lastTotal_ = 0;
   uint32_t lowStock_ = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "tpcc.hpp"
@@ -17,12 +18,29 @@ bool hasPrefix(std::string_view key, std::string_view prefix) {
   return key.size() >= prefix.size() && key.compare(0, prefix.size(), prefix) == 0;
 }
 
+[[noreturn]] void missingRow(int table) {
+  throw std::runtime_error(std::string("tpcc: missing ") + kTableNames[table] + " row");
+}
+
 template <class Row>
 void getRow(Session& s, int table, const Key& key, std::string* buf, Row* row) {
-  if (!s.get(table, key, buf)) {
-    throw std::runtime_error(std::string("tpcc: missing ") + kTableNames[table] + " row");
-  }
+  if (!s.get(table, key, buf)) missingRow(table);
   rowOrThrow(*buf, row, kTableNames[table]);
+}
+
+// Updates a row in one read-modify-write (Session::update, as the original updates rows
+// in place): change(row) runs on the row as stored and what it leaves is written back;
+// *row holds that afterwards. change may run more than once (each time on the row as
+// stored), so it assigns what it hands out rather than adding to it.
+template <class Row, class Fn>
+void updateRow(Session& s, int table, const Key& key, Row* row, Fn&& change) {
+  bool found = s.update(table, key, [&](std::string& value) {
+    rowOrThrow(value, row, kTableNames[table]);
+    change(*row);
+    std::memcpy(value.data(), row, sizeof(Row));
+    return true;
+  });
+  if (!found) missingRow(table);
 }
 
 }  // namespace
@@ -119,10 +137,11 @@ bool Worker::newOrder() {
   WarehouseRow wr;
   getRow(s_, kWarehouse, warehouseKey(w), &v_, &wr);
   DistrictRow dr;
-  getRow(s_, kDistrict, districtKey(w, d), &v_, &dr);
-  const uint32_t o = dr.d_next_o_id;
-  dr.d_next_o_id = o + 1;
-  s_.put(kDistrict, districtKey(w, d), bytesOf(dr));
+  uint32_t o = 0;
+  updateRow(s_, kDistrict, districtKey(w, d), &dr, [&](DistrictRow& r) {
+    o = r.d_next_o_id;
+    r.d_next_o_id = o + 1;
+  });
   CustomerRow cr;
   getRow(s_, kCustomer, customerKey(w, d, c), &v_, &cr);
 
@@ -146,18 +165,17 @@ bool Worker::newOrder() {
   StockRow sr;
   OrderLineRow ol;
   for (uint32_t i = 0; i < olCnt; ++i) {
-    Key sk = stockKey(supplyW[i], itemId[i]);
-    getRow(s_, kStock, sk, &v_, &sr);
     const int32_t q = static_cast<int32_t>(quantity[i]);
-    if (sr.s_quantity >= q + 10) {
-      sr.s_quantity -= q;
-    } else {
-      sr.s_quantity = sr.s_quantity - q + 91;
-    }
-    sr.s_ytd += quantity[i];
-    sr.s_order_cnt += 1;
-    if (supplyW[i] != w) sr.s_remote_cnt += 1;
-    s_.put(kStock, sk, bytesOf(sr));
+    updateRow(s_, kStock, stockKey(supplyW[i], itemId[i]), &sr, [&](StockRow& r) {
+      if (r.s_quantity >= q + 10) {
+        r.s_quantity -= q;
+      } else {
+        r.s_quantity = r.s_quantity - q + 91;
+      }
+      r.s_ytd += quantity[i];
+      r.s_order_cnt += 1;
+      if (supplyW[i] != w) r.s_remote_cnt += 1;
+    });
 
     std::memset(&ol, 0, sizeof ol);
     ol.ol_o_id = o;
@@ -207,36 +225,32 @@ void Worker::payment() {
   s_.begin();
 
   WarehouseRow wr;
-  getRow(s_, kWarehouse, warehouseKey(w), &v_, &wr);
-  wr.w_ytd += amount;
-  s_.put(kWarehouse, warehouseKey(w), bytesOf(wr));
+  updateRow(s_, kWarehouse, warehouseKey(w), &wr, [&](WarehouseRow& r) { r.w_ytd += amount; });
   DistrictRow dr;
-  getRow(s_, kDistrict, districtKey(w, d), &v_, &dr);
-  dr.d_ytd += amount;
-  s_.put(kDistrict, districtKey(w, d), bytesOf(dr));
+  updateRow(s_, kDistrict, districtKey(w, d), &dr, [&](DistrictRow& r) { r.d_ytd += amount; });
 
   if (byName) {
     c = customerByName(cw, cd, last);
     if (c == 0) throw std::runtime_error("tpcc: payment found no customer by last name");
   }
   CustomerRow cr;
-  getRow(s_, kCustomer, customerKey(cw, cd, c), &v_, &cr);
-  cr.c_balance -= amount;
-  cr.c_ytd_payment += amount;
-  cr.c_payment_cnt += 1;
-  if (std::memcmp(cr.c_credit, "BC", 2) == 0) {
-    // C_DATA = "C_ID C_D_ID C_W_ID D_ID W_ID H_AMOUNT | " + old C_DATA, at most 500.
-    char head[96];
-    int n = std::snprintf(head, sizeof head, "%u %u %u %u %u %lld.%02lld | ", c, cd, cw, d, w,
-                          static_cast<long long>(amount / 100),
-                          static_cast<long long>(amount % 100));
-    size_t h = static_cast<size_t>(std::max(0, std::min<int>(n, sizeof head - 1)));
-    size_t keep = std::min<size_t>(cr.c_data_len, sizeof cr.c_data - h);
-    std::memmove(cr.c_data + h, cr.c_data, keep);
-    std::memcpy(cr.c_data, head, h);
-    cr.c_data_len = static_cast<uint16_t>(h + keep);
-  }
-  s_.put(kCustomer, customerKey(cw, cd, c), bytesOf(cr));
+  updateRow(s_, kCustomer, customerKey(cw, cd, c), &cr, [&](CustomerRow& r) {
+    r.c_balance -= amount;
+    r.c_ytd_payment += amount;
+    r.c_payment_cnt += 1;
+    if (std::memcmp(r.c_credit, "BC", 2) == 0) {
+      // C_DATA = "C_ID C_D_ID C_W_ID D_ID W_ID H_AMOUNT | " + old C_DATA, at most 500.
+      char head[96];
+      int n = std::snprintf(head, sizeof head, "%u %u %u %u %u %lld.%02lld | ", c, cd, cw, d, w,
+                            static_cast<long long>(amount / 100),
+                            static_cast<long long>(amount % 100));
+      size_t h = static_cast<size_t>(std::max(0, std::min<int>(n, sizeof head - 1)));
+      size_t keep = std::min<size_t>(r.c_data_len, sizeof r.c_data - h);
+      std::memmove(r.c_data + h, r.c_data, keep);
+      std::memcpy(r.c_data, head, h);
+      r.c_data_len = static_cast<uint16_t>(h + keep);
+    }
+  });
 
   HistoryRow hr{};
   hr.h_c_id = c;
@@ -322,7 +336,6 @@ void Worker::delivery() {
   s_.begin();
 
   const uint64_t date = now();
-  std::vector<OrderLineRow>& lines = lines_;
   for (uint32_t d = 1; d <= kDistrictsPerWarehouse; ++d) {
     // The oldest undelivered order of the district.
     Key start = newOrderKey(w, d, 0);
@@ -336,31 +349,25 @@ void Worker::delivery() {
     s_.del(kNewOrder, newOrderKey(w, d, o));
 
     OrderRow orow;
-    getRow(s_, kOrder, orderKey(w, d, o), &v_, &orow);
-    orow.o_carrier_id = carrier;
-    s_.put(kOrder, orderKey(w, d, o), bytesOf(orow));
+    updateRow(s_, kOrder, orderKey(w, d, o), &orow, [&](OrderRow& r) { r.o_carrier_id = carrier; });
 
-    lines.clear();
-    Key ls = orderLineKey(w, d, o, 0);
-    std::string_view lp = ls.view().substr(0, 9);
-    s_.scan(kOrderLine, ls, [&](std::string_view key, std::string_view value) {
-      if (!hasPrefix(key, lp)) return false;
-      lines.emplace_back();
-      rowOrThrow(value, &lines.back(), "order_line");
-      return true;
-    });
+    // The order's lines 1 .. O_OL_CNT (new-order writes them all under the district lock).
     int64_t sum = 0;
-    for (auto& ol : lines) {
-      ol.ol_delivery_d = date;
-      sum += ol.ol_amount;
-      s_.put(kOrderLine, orderLineKey(w, d, o, ol.ol_number), bytesOf(ol));
+    OrderLineRow ol;
+    for (uint32_t n = 1; n <= orow.o_ol_cnt; ++n) {
+      int64_t amount = 0;
+      updateRow(s_, kOrderLine, orderLineKey(w, d, o, n), &ol, [&](OrderLineRow& r) {
+        r.ol_delivery_d = date;
+        amount = r.ol_amount;
+      });
+      sum += amount;
     }
 
     CustomerRow cr;
-    getRow(s_, kCustomer, customerKey(w, d, orow.o_c_id), &v_, &cr);
-    cr.c_balance += sum;
-    cr.c_delivery_cnt += 1;
-    s_.put(kCustomer, customerKey(w, d, orow.o_c_id), bytesOf(cr));
+    updateRow(s_, kCustomer, customerKey(w, d, orow.o_c_id), &cr, [&](CustomerRow& r) {
+      r.c_balance += sum;
+      r.c_delivery_cnt += 1;
+    });
   }
   s_.commit();
 }

@@ -21,9 +21,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "vmstore/limits.hpp"
@@ -41,6 +43,50 @@ class TreeImpl;
 }  // namespace internal
 
 class Iterator;
+
+// What the function of an update (Tree::update) decides for its key. Move-only; a keep,
+// put or del is a few words, moved without touching the heap.
+class Change {
+ public:
+  enum class Kind { kKeep, kPut, kDelete, kAbort };
+  // Leave the key as it is (an absent key stays absent): nothing is written or logged.
+  static Change keep() { return Change(Kind::kKeep); }
+  // Store value (0 .. kMaxValueSize bytes; larger makes update return TooBig with nothing
+  // changed). A string_view may view the `current` value the function was given, or a
+  // part of it; any other memory it views must stay valid until update returns. A
+  // std::string passed as an rvalue is moved into the Change instead.
+  static Change put(std::string_view value) {
+    Change c(Kind::kPut);
+    c.value_ = value;
+    return c;
+  }
+  static Change put(const char* value) { return put(std::string_view(value)); }
+  static Change put(std::string&& value) {
+    Change c(Kind::kPut);
+    c.owned_ = std::make_unique<std::string>(std::move(value));
+    c.value_ = *c.owned_;
+    return c;
+  }
+  // Remove the key (absent: nothing to do, nothing logged).
+  static Change del() { return Change(Kind::kDelete); }
+  // Change nothing: update returns `why` as given (an OK status makes it a keep()).
+  static Change abort(Status why) {
+    Change c(Kind::kAbort);
+    c.status_ = std::make_unique<Status>(std::move(why));
+    return c;
+  }
+
+  Kind kind() const { return kind_; }
+  std::string_view value() const { return value_; }  // kPut
+  Status status() const { return status_ ? *status_ : Status(); }  // kAbort
+
+ private:
+  explicit Change(Kind kind) : kind_(kind) {}
+  Kind kind_;
+  std::string_view value_;
+  std::unique_ptr<std::string> owned_;  // put(std::string&&): value_ views it
+  std::unique_ptr<Status> status_;      // abort
+};
 
 class Tree {
  public:
@@ -88,6 +134,42 @@ class Tree {
                  std::span<size_t> vlens, std::span<Status> statuses) const;
   // NotFound when absent.
   Status del(std::string_view key);
+
+  // Atomic read-modify-write of one key: fn(current) gets the key's value (std::nullopt
+  // when absent) and returns a Change (keep, put, del or abort), which is applied before
+  // any other write of the key can follow the value fn saw: no update is lost under any
+  // concurrency, in every durability mode (puts, dels, batches and other updates of the
+  // key wait while it runs; readers do not).
+  // - fn runs on the calling thread with no page locked but holding the key's lock
+  //   (shared by some other keys) and the database's writer gate shared, so it must be
+  //   short and must not call vmstore on this database (that may deadlock), nor block
+  //   its thread (inside a task: nor wait for another task). `current` views a copy,
+  //   valid until fn returns.
+  // - fn is called once when the update passes its checks (none for bad input, a closed
+  //   or read-only database). Only if the log file was full when fn's change was to be
+  //   logged does the update let a checkpoint switch log files and call fn again, with
+  //   the value as it is then; the change of that last call is the one applied.
+  // - Returns OK after keep, put and del (del of an absent key too), the status of
+  //   abort, TooBig for a put beyond kMaxValueSize (nothing changed), InvalidArgument for
+  //   a bad key or a null fn (fn not called), and the errors of put and del. An exception
+  //   fn throws propagates out of update, nothing changed.
+  // - A put of the same size as the current value is written over it in place in its
+  //   leaf (values of up to about 1.5 KiB with their key); other changes go the way of
+  //   put and del. Logged (and replayed by recovery) as that put or delete; a keep, an
+  //   abort and a del of an absent key log nothing. With durability=sync update returns
+  //   once that record is durable, as put does.
+  using UpdateFn = Change (*)(void* ctx, std::optional<std::string_view> current);
+  Status update(std::string_view key, UpdateFn fn, void* ctx);
+  // The same with any callable Change(std::optional<std::string_view>), not copied.
+  template <class Fn>
+  Status update(std::string_view key, Fn&& fn) {
+    return update(
+        key,
+        [](void* f, std::optional<std::string_view> current) -> Change {
+          return (*static_cast<std::remove_reference_t<Fn>*>(f))(current);
+        },
+        const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
+  }
   // Height, page counts and average fill of this tree (reads every page of it).
   Status shape(TreeShape* out) const;
   // An unpositioned iterator over this tree; call seek*() before reading it.

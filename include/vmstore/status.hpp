@@ -1,7 +1,8 @@
 // vmstore::Status: the result of every public call.
 //
-// A Status carries a code (the same numbers as the C API's VMS_* constants) and, for
-// errors, a message saying what went wrong and where. ok() is true only for Code::kOk;
+// A Status carries a code (the same numbers as the C API's VMS_* constants, or a code of
+// the caller's that an update function aborted with, see Tree::update) and, for errors,
+// a message saying what went wrong and where. ok() is true only for Code::kOk;
 // Code::kNotFound is a normal outcome (absent key, missing tree, end of iteration),
 // not a failure of the engine. Statuses are cheap to copy when ok.
 #pragma once

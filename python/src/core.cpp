@@ -20,6 +20,11 @@
 //   the GIL released, while add/clear/write from other threads raise RuntimeError instead
 //   of changing the operations under it; it never hands the engine a tree of another
 //   database, or of a closed one.
+// - TreeCore::modify runs the caller's Python function inside Tree::update, with the GIL
+//   taken back for the call (the engine holds the key's lock meanwhile, no page lock).
+//   While it runs, every call of this binding on the same database from that thread
+//   raises RuntimeError instead of deadlocking on that lock (Shared::run checks a
+//   thread-local marker); what the function raises propagates with nothing changed.
 // - Engine statuses become the exception classes that vmstore/__init__.py registers with
 //   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
 //   is TypeError. Nothing is written when an argument is rejected.
@@ -53,6 +58,11 @@ using vmstore::Status;
 
 // ----------------------------------------------------------------------------------------
 // Errors
+
+// vmstore.KEEP: what a modify() function returns to leave its key as it is. Created once
+// by the module and kept for the life of the process.
+struct KeepMarker {};
+PyObject* keepMarker = nullptr;
 
 // The exception classes of vmstore/__init__.py, by role. Set once by _set_error_types and
 // kept for the life of the process (never released: module teardown order is unknown).
@@ -155,6 +165,14 @@ nb::bytes toBytes(std::string_view s) { return nb::bytes(s.data(), s.size()); }
 // ----------------------------------------------------------------------------------------
 // Shared: one open database and the gate that makes close() safe against every handle.
 
+struct Shared;
+// The database whose modify() function this thread is running (null: none).
+thread_local const Shared* modifying = nullptr;
+
+[[noreturn]] void raiseReentered() {
+  throw std::runtime_error("a modify() function must not use its own database (it runs holding the key's lock)");
+}
+
 struct Shared {
   std::string path;
   std::unique_ptr<vmstore::Database> db;
@@ -186,6 +204,7 @@ struct Shared {
   // Runs fn with the GIL released and the gate held shared; ClosedError after close().
   template <class Fn>
   void run(Fn&& fn) {
+    if (modifying == this) raiseReentered();
     bool wasClosed;
     {
       nb::gil_scoped_release nogil;
@@ -523,6 +542,51 @@ class TreeCore {
     if (!st.ok()) raiseStatus(st);
   }
 
+  // Tree::update with a Python function: fn(value or None) returns bytes-like (stored),
+  // None (deleted) or KEEP (left). Returns the value after the call (bytes or None).
+  nb::object modify(nb::handle key, nb::handle fn) {
+    s_->checkUsable();
+    BytesArg k(key, "key");
+    if (!PyCallable_Check(fn.ptr())) throw nb::type_error("modify() needs a callable");
+    // What the last call of fn saw and returned: released with the GIL held, after run().
+    std::optional<nb::object> seen, returned;
+    std::optional<BytesArg> stored;  // returned's bytes, pinned until the engine copied them
+    std::optional<nb::python_error> raised;
+    Status st;
+    s_->shared->run([&] {
+      st = s_->tree->update(k.view(), [&](std::optional<std::string_view> current) {
+        nb::gil_scoped_acquire gil;
+        stored.reset();
+        returned.reset();
+        raised.reset();
+        const Shared* outer = modifying;
+        modifying = s_->shared.get();
+        struct Restore {
+          const Shared* outer;
+          ~Restore() { modifying = outer; }
+        } restore{outer};
+        try {
+          seen = current ? nb::object(toBytes(*current)) : nb::none();
+          returned = fn(*seen);
+          if (returned->is(keepMarker)) return vmstore::Change::keep();
+          if (returned->is_none()) return vmstore::Change::del();
+          stored.emplace(*returned, "the value a modify() function returns");
+          return vmstore::Change::put(stored->view());
+        } catch (nb::python_error& e) {
+          raised.emplace(std::move(e));
+          return vmstore::Change::abort(Status::InvalidArgument("the function raised"));
+        }
+      });
+    });
+    if (raised) throw std::move(*raised);
+    if (st.isNotFound()) raiseClosed("tree '" + s_->name + "' was dropped");
+    if (!st.ok()) raiseStatus(st);
+    if (!returned || returned->is(keepMarker)) return seen ? *seen : nb::none();
+    if (returned->is_none()) return nb::none();
+    if (PyBytes_CheckExact(returned->ptr())) return *returned;
+    return toBytes(stored->view());
+  }
+
   void markDropped() { s_->dropped.store(true, std::memory_order_release); }
   bool dropped() const { return s_->dropped.load(std::memory_order_acquire); }
   nb::bytes name() const { return toBytes(s_->name); }
@@ -640,6 +704,7 @@ class DbCore {
   }
 
   void close() {
+    if (modifying == s_.get()) raiseReentered();
     Status st;
     {
       nb::gil_scoped_release nogil;
@@ -657,6 +722,7 @@ class DbCore {
   }
 
   bool closed() {
+    if (modifying == s_.get()) return false;  // its gate is held by the modify() running
     nb::gil_scoped_release nogil;
     std::shared_lock lock(s_->gate);
     return s_->closed;
@@ -785,6 +851,11 @@ NB_MODULE(_core, m) {
   m.attr("MAX_KEY_SIZE") = vmstore::kMaxKeySize;
   m.attr("MAX_VALUE_SIZE") = vmstore::kMaxValueSize;
   m.attr("MAX_TREE_NAME_SIZE") = vmstore::kMaxTreeNameSize;
+  nb::class_<KeepMarker>(m, "_Keep", "The type of vmstore.KEEP.")
+      .def("__repr__", [](const KeepMarker&) { return "vmstore.KEEP"; })
+      .def("__reduce__", [](const KeepMarker&) { return "KEEP"; });
+  keepMarker = nb::cast(KeepMarker{}).release().ptr();
+  m.attr("KEEP") = nb::handle(keepMarker);
 
   m.def("_set_error_types", &setErrorTypes, "invalid"_a, "io"_a, "corruption"_a, "nospace"_a, "toobig"_a,
         "nomem"_a, "busy"_a, "closed"_a, "Registers the exception classes raised for each kind of error.");
@@ -804,6 +875,8 @@ NB_MODULE(_core, m) {
       .def("setitem", &TreeCore::setitem, "key"_a, "value"_a, "Inserts or replaces.")
       .def("remove", &TreeCore::remove, "key"_a, "Deletes; False when the key was absent.")
       .def("delitem", &TreeCore::delitem, "key"_a, "Deletes; KeyError when absent.")
+      .def("modify", &TreeCore::modify, "key"_a, "fn"_a,
+           "Atomic read-modify-write: fn(value or None) -> bytes, None (delete) or KEEP.")
       .def("cursor", &TreeCore::cursor, "start"_a.none(), "stop"_a.none(), "reverse"_a, "mode"_a,
            "A cursor over [start, stop); mode 0 keys, 1 values, 2 items.")
       .def("count", &TreeCore::count, "start"_a.none(), "stop"_a.none(), "The number of keys in [start, stop).")

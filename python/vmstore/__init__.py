@@ -34,7 +34,7 @@ import sys
 import threading
 import weakref
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, MutableMapping, ValuesView
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 from . import _core
 
@@ -58,6 +58,7 @@ __all__ = [
     "MAX_KEY_SIZE",
     "MAX_VALUE_SIZE",
     "MAX_TREE_NAME_SIZE",
+    "KEEP",
 ]
 
 __version__ = "0.1.0"
@@ -68,6 +69,8 @@ MAX_KEY_SIZE: int = _core.MAX_KEY_SIZE
 MAX_VALUE_SIZE: int = _core.MAX_VALUE_SIZE
 #: Largest tree name in bytes (UTF-8).
 MAX_TREE_NAME_SIZE: int = _core.MAX_TREE_NAME_SIZE
+#: What a :meth:`Tree.modify` function returns to leave its key as it is.
+KEEP: Any = _core.KEEP
 
 BytesLike = Union[bytes, bytearray, memoryview]
 
@@ -535,6 +538,28 @@ class Tree(MutableMapping):
         so it is much faster than ``get`` per key when the data exceeds the buffer pool.
         Bad keys raise as ``get`` does (``TypeError``, ``ValueError``, ...)."""
         return self._core.get_many(keys, default)
+
+    def modify(self, key: BytesLike, fn: Callable[[Optional[bytes]], Any]) -> Optional[bytes]:
+        """Atomic read-modify-write of ``key``: calls ``fn(value)`` with the key's
+        current value (``bytes``, or ``None`` when absent) and applies what it returns
+        before any other write of the key can come between, so concurrent ``modify``
+        calls (and puts and deletes) of one key lose nothing::
+
+            counters.modify(b"hits", lambda v: str(int(v or b"0") + 1).encode())
+
+        ``fn`` returns a bytes-like value to store (written in place when its size is
+        the value's), ``None`` to delete the key (an absent key stays absent), or
+        :data:`KEEP` to leave it as it is (nothing is written). If ``fn`` raises, nothing
+        changes and the exception propagates. Returns the key's value after the call
+        (``bytes``, or ``None`` when absent). A value over :data:`MAX_VALUE_SIZE` raises
+        :class:`TooBigError`, nothing changed.
+
+        ``fn`` runs holding the key's lock (the engine's, not the GIL's: other threads
+        run): keep it short, and do not use this database inside it (any call on it
+        raises ``RuntimeError``). It runs once, or, in the rare case that the log file
+        was full when its result was to be logged, again on the value as it is then (only
+        the last result counts)."""
+        return self._core.modify(key, fn)
 
     def popitem(self) -> Tuple[bytes, bytes]:
         """Removes and returns the (key, value) with the largest key (the end of the

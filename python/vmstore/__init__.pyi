@@ -1,7 +1,7 @@
 # Type stubs of vmstore (python/vmstore/__init__.py): the public API.
 import os
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, MutableMapping, ValuesView
-from typing import Any, List, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, List, Optional, Tuple, TypeVar, Union, overload
 
 from . import dbm as dbm
 
@@ -25,12 +25,14 @@ __all__ = [
     "MAX_KEY_SIZE",
     "MAX_VALUE_SIZE",
     "MAX_TREE_NAME_SIZE",
+    "KEEP",
 ]
 
 __version__: str
 MAX_KEY_SIZE: int
 MAX_VALUE_SIZE: int
 MAX_TREE_NAME_SIZE: int
+KEEP: Any
 
 BytesLike = Union[bytes, bytearray, memoryview]
 _T = TypeVar("_T")
@@ -112,6 +114,7 @@ class Tree(MutableMapping[bytes, bytes]):
     def get_many(self, keys: Iterable[BytesLike], default: None = None) -> List[Optional[bytes]]: ...
     @overload
     def get_many(self, keys: Iterable[BytesLike], default: Union[bytes, _T]) -> List[Union[bytes, _T]]: ...
+    def modify(self, key: BytesLike, fn: Callable[[Optional[bytes]], Any]) -> Optional[bytes]: ...
     def popitem(self) -> Tuple[bytes, bytes]: ...
     def clear(self) -> None: ...
     def keys(

@@ -222,6 +222,37 @@ int vms_delete(vms_tree* t, const void* key, size_t klen) {
   return noThrow([&] { return report(asTree(t)->del(bytes(key, klen))); });
 }
 
+int vms_update(vms_tree* t, const void* key, size_t klen, vms_update_fn fn, void* ctx) {
+  if (t == nullptr || key == nullptr || fn == nullptr) return invalid("vms_update: tree, key or fn is NULL");
+  return noThrow([&] {
+    return report(asTree(t)->update(bytes(key, klen), [&](std::optional<std::string_view> current) {
+      const void* next = nullptr;
+      size_t nextLen = 0;
+      int rc = fn(ctx, current ? current->data() : nullptr, current ? current->size() : 0, &next, &nextLen);
+      switch (rc) {
+        case VMS_UPDATE_KEEP:
+          return vmstore::Change::keep();
+        case VMS_UPDATE_DELETE:
+          return vmstore::Change::del();
+        case VMS_UPDATE_PUT:
+          if (next == nullptr && nextLen > 0) {
+            return vmstore::Change::abort(
+                Status::InvalidArgument("vms_update: fn returned VMS_UPDATE_PUT with *newval NULL and *newlen > 0"));
+          }
+          return vmstore::Change::put(next != nullptr ? bytes(next, nextLen) : std::string_view());
+        default:
+          if (rc < 0) {
+            return vmstore::Change::abort(
+                Status(static_cast<Status::Code>(rc), "vms_update: fn aborted with " + std::to_string(rc)));
+          }
+          return vmstore::Change::abort(Status::InvalidArgument(
+              "vms_update: fn returned " + std::to_string(rc) +
+              ", not VMS_UPDATE_KEEP, VMS_UPDATE_PUT, VMS_UPDATE_DELETE or a negative code"));
+      }
+    }));
+  });
+}
+
 int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it) {
   if (it == nullptr) return invalid("vms_iter_open: it is NULL");
   *it = nullptr;

@@ -161,6 +161,7 @@ void ValueView::release() {
 }
 
 Status Tree::del(std::string_view key) { return impl_->db->del(impl_, key); }
+Status Tree::update(std::string_view key, UpdateFn fn, void* ctx) { return impl_->db->update(impl_, key, fn, ctx); }
 Status Tree::shape(TreeShape* out) const { return impl_->db->shape(impl_, out); }
 const std::string& Tree::name() const { return impl_->name; }
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <new>
 #include <system_error>
@@ -714,7 +715,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     }
     markChanged();
     std::unique_lock<std::mutex> key;
-    if (keyLock.tree != nullptr && size != 0) {
+    if (keyLock.tree != nullptr) {  // also unlogged: update() relies on it
       key = task::lock(keyLocks_.of(keyLock.tree, keyLock.key));
     }
     st = guarded(change);
@@ -727,15 +728,16 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     }
     break;
   }
-  if (unlogged && st.ok()) {
-    // Durable once a checkpoint whose cut follows the change has committed. Waited for
-    // with async durability too: a later logged write must not outlive this one.
-    st = checkpoint();
-    if (!st.ok()) {
-      return Status(st.code(), "the write was applied but could not be made durable: " + st.message());
-    }
-  }
-  return afterWrite(st, lsn);
+  if (unlogged && st.ok()) st = durableByCheckpoint();
+  return afterWrite(std::move(st), lsn);
+}
+
+Status DatabaseImpl::durableByCheckpoint() {
+  // Durable once a checkpoint whose cut follows the change has committed. Waited for
+  // with async durability too: a later logged write must not outlive this one.
+  Status st = checkpoint();
+  if (st.ok()) return st;
+  return Status(st.code(), "the write was applied but could not be made durable: " + st.message());
 }
 
 Status DatabaseImpl::afterWrite(Status st, uint64_t lsn) {
@@ -869,6 +871,115 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
   });
+}
+
+Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, void* ctx) {
+  if (Status bad = validateKey(key); !bad.ok()) return bad;
+  if (fn == nullptr) return Status::InvalidArgument("the update function is null");
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  if (Status refused = writable(); !refused.ok()) return refused;
+  std::exception_ptr thrown;  // fn's exception, rethrown once everything is let go
+  uint64_t lsn = 0;
+  bool unlogged = false;  // a put too large for the log (see writeUnder)
+  Status st;
+  for (;;) {
+    std::shared_lock<std::shared_mutex> gate(writeGate_, std::defer_lock);
+    task::acquire(gate);
+    // Every writer of the key holds this lock: the value read below stays the current
+    // one until the change is written.
+    auto keyLock = task::lock(keyLocks_.of(t, key));
+    Change change = Change::keep();  // fn's decision (a put's value may live in it)
+    std::optional<LogOp> op;         // the change, as logged
+    std::string owned;        // a put value that viewed `current`, which ends with the read
+    size_t reserved = 0;
+    size_t logFull = 0;  // the record that found the log file full
+    Status decided;
+    st = guarded([&] {
+      bool inPlace = t->btree.updateInPlace(asBytes(key), [&](const Bytes* current) -> std::optional<Bytes> {
+        std::optional<std::string_view> cur;
+        if (current != nullptr) cur.emplace(reinterpret_cast<const char*>(current->data()), current->size());
+        try {
+          change = fn(ctx, cur);
+        } catch (...) {
+          thrown = std::current_exception();
+          return std::nullopt;
+        }
+        switch (change.kind()) {
+          case Change::Kind::kKeep:
+            return std::nullopt;
+          case Change::Kind::kAbort:
+            decided = change.status();
+            return std::nullopt;
+          case Change::Kind::kDelete:
+            if (!cur) return std::nullopt;  // absent already: nothing changes
+            op = LogOp{LogOpKind::kDelete, t->name, key, {}};
+            break;
+          case Change::Kind::kPut: {
+            std::string_view v = change.value();
+            decided = validateValue(v);
+            if (!decided.ok()) {
+              decided = Status(decided.code(), "the update function's " + decided.message());
+              return std::nullopt;
+            }
+            auto at = reinterpret_cast<uintptr_t>(v.data());
+            auto from = cur ? reinterpret_cast<uintptr_t>(cur->data()) : 0;
+            if (cur && !v.empty() && at >= from && at < from + cur->size()) v = owned.assign(v);
+            op = LogOp{LogOpKind::kPut, t->name, key, v};
+            break;
+          }
+        }
+        if (logging() && recordSize({&*op, 1}) > unloggedRecordBytes()) {
+          unlogged = true;
+        } else if (logging()) {
+          size_t size = recordSize({&*op, 1});
+          Status r = log_.reserve(size);
+          if (!r.ok()) {
+            if (r.code() != Status::Code::kBusy) {
+              decided = r;
+            } else if (!log_.fits(size)) {
+              decided = Status::TooBig("a log record of " + std::to_string(size) + " bytes does not fit the log of " +
+                                       dir_ + " (raise log_size)");
+            } else {
+              logFull = size;
+            }
+            op.reset();
+            return std::nullopt;
+          }
+          reserved = size;
+        }
+        markChanged();
+        if (op->kind != LogOpKind::kPut) return std::nullopt;
+        return asBytes(op->value);
+      });
+      if (op && !inPlace) {
+        if (op->kind == LogOpKind::kPut) {
+          t->btree.put(asBytes(key), asBytes(op->value));
+        } else {
+          t->btree.remove(asBytes(key));
+        }
+      }
+      return std::move(decided);
+    });
+    if (reserved != 0) {
+      if (st.ok()) {
+        lsn = log_.append({&*op, 1}, reserved);
+      } else {
+        log_.unreserve(reserved);
+      }
+    }
+    if (logFull != 0) {
+      keyLock.unlock();
+      gate.unlock();
+      st = makeLogRoom(logFull);  // then fn runs again on the value as it is then
+      if (!st.ok()) return st;
+      continue;
+    }
+    break;
+  }
+  if (thrown) std::rethrow_exception(thrown);
+  if (unlogged && st.ok()) st = durableByCheckpoint();
+  return afterWrite(std::move(st), lsn);
 }
 
 Status DatabaseImpl::shape(TreeImpl* t, TreeShape* out) {

@@ -19,6 +19,11 @@
 //   holding its key's lock (keyLocks_), so records of one key are in the order applied.
 //   With durability sync it then waits, outside every lock, for the log flush that
 //   covers its record (group commit).
+// - Every put, delete and update holds its key's lock across its change (and log
+//   append), in every durability mode; an update holds it across its read, the caller's
+//   function and its write, so no write of the key falls in between (batches, which hold
+//   writeGate_ exclusively, cannot either). An update reserves its log space once its
+//   function has decided, for exactly the record it logs (the resulting put or delete).
 // - Writers (put, delete, tree create) hold writeGate_ shared; batches, tree drops,
 //   check() and a checkpoint's cut hold it exclusive, so the cut falls between whole
 //   writes, and no record of a tree's keys can land after the record of its drop.
@@ -37,7 +42,9 @@
 //   what reached storage is unknown (fsyncgate). Reads go on.
 // - Every call passes gate_: close() waits for the calls in flight and later calls get
 //   InvalidArgument("database is closed").
-// - Every engine exception is turned into a Status here; nothing throws past this layer.
+// - Every engine exception is turned into a Status here; nothing throws past this layer
+//   but what an update's function throws, which update() rethrows once it has let go of
+//   everything, with nothing changed.
 #pragma once
 
 #include <atomic>
@@ -104,6 +111,8 @@ class DatabaseImpl {
   // kGetManyInFlight at once (task::runEach); for Tree::getMany. lookup must not throw.
   Status lookupEach(size_t n, const std::function<void(size_t)>& lookup);
   Status del(TreeImpl* t, std::string_view key);
+  // Tree::update: the read, fn and the write of its change under the key's lock.
+  Status update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, void* ctx);
   Status shape(TreeImpl* t, TreeShape* out);
   // The batch's operations, each with its tree (all of this database), all or nothing.
   Status write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees);
@@ -158,6 +167,8 @@ class DatabaseImpl {
   // A write whose log record would exceed this (a value of tens of MiB) is not logged:
   // its call returns once a checkpoint that holds it has committed (see DESIGN.md).
   size_t unloggedRecordBytes() const { return options_.log_size / 16; }
+  // After such a write: the checkpoint that makes it durable.
+  Status durableByCheckpoint();
   // Waits for the log flush covering lsn (durability sync), then runs the checkpoint the
   // log or journal size asks for.
   Status afterWrite(Status st, uint64_t lsn);

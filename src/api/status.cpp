@@ -13,7 +13,7 @@ const char* Status::codeName(int code) {
     case -5: return "too big";
     case -6: return "out of memory";
     case -7: return "busy";
-    default: return "unknown status code";
+    default: return code <= -100 ? "error code of the caller" : "unknown status code";
   }
 }
 

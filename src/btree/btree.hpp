@@ -22,7 +22,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "btree/node.hpp"
@@ -74,6 +76,26 @@ class BasicBTree {
   void freeValue(uint64_t pid, size_t len) { freeValuePage(ValueRef{pid, static_cast<uint32_t>(len)}); }
   const uint8_t* holdValue(uint64_t pid, size_t len);
   bool remove(Bytes key);
+
+  // Read-modify-write of one key, for a caller that keeps every other writer of key out
+  // until it returns (the API layer holds the key's lock). Copies the key's value with an
+  // optimistic read, then calls decide(current) with no page locked: current points to
+  // the copy, or is null when key is absent. If the value is stored inline in its leaf
+  // and decide returns a value of the same size, that value is written over it in place
+  // under the leaf's exclusive lock, with no slot removed or inserted (the optimistic read
+  // is upgraded if the leaf has not changed since, else the leaf is found again), and
+  // updateInPlace returns true. Otherwise it writes nothing and returns false: decide
+  // returned nullopt, or a value of another size, or the value is out of line; the caller
+  // then applies its change with put or remove. decide is called exactly once, unless the
+  // read throws before it; what decide throws propagates (nothing written).
+  using Decide = std::optional<Bytes> (*)(void* ctx, const Bytes* current);
+  bool updateInPlace(Bytes key, Decide decide, void* ctx);
+  template <class Fn>
+  bool updateInPlace(Bytes key, Fn&& decide) {
+    return updateInPlace(
+        key, [](void* f, const Bytes* current) { return (*static_cast<std::remove_reference_t<Fn>*>(f))(current); },
+        &decide);
+  }
 
   // The entries >= from of the leaf that holds `from`, ascending.
   // readAhead > 0 (a scan that goes on from the leaf before): if the leaf after this one

@@ -315,6 +315,56 @@ void BasicBTree<BM>::put(Bytes key, Bytes value) {
 }
 
 template <class BM>
+bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx) {
+  uint8_t copy[BTreeNode::kMaxEntry];  // an inline value (key and value fit one entry)
+  std::string outOfLine;
+  NodeO leaf;
+  unsigned pos = 0;
+  bool found = false;
+  bool inlineValue = false;
+  unsigned len = 0;
+  withRestarts(bm_, [&] {
+    NodeO parent;
+    descend(key, &parent, &leaf, kNoPage);
+    pos = leaf->lowerBound(key, &found);
+    inlineValue = found && !leaf->outOfLine(pos);
+    if (inlineValue) {
+      len = leaf->payloadLen(pos);
+      if (len > sizeof copy) {
+        leaf.validate();
+        throwCorrupt(leaf.pid(), "inline value longer than an entry");
+      }
+      std::memcpy(copy, leaf->payloadPtr(pos), len);
+    } else if (found) {
+      copyValue(leaf, pos, &outOfLine);
+    }
+    leaf.validate();
+  });
+  const Bytes current = inlineValue ? Bytes(copy, len) : asBytes(outOfLine);
+  const std::optional<Bytes> next = decide(ctx, found ? &current : nullptr);
+  if (!next || !inlineValue || next->size() != len) return false;
+  for (unsigned attempt = 0;; attempt++) {
+    try {
+      if (!leaf.held()) {  // the leaf changed after the read: find the key again
+        NodeO parent;
+        descend(key, &parent, &leaf, kNoPage);
+        pos = leaf->lowerBound(key, &found);
+        if (!found || leaf->outOfLine(pos) || leaf->payloadLen(pos) != len) {
+          leaf.validate();
+          return false;  // changed by someone the caller did not keep out: put instead
+        }
+      }
+      NodeX node(std::move(leaf));  // Restart if the leaf changed since it was read
+      std::memcpy(node->mutablePayload(pos), next->data(), len);
+      return true;
+    } catch (const Restart& r) {
+      leaf = NodeO();
+      backOff(bm_, r, attempt);
+    }
+  }
+}
+
+template <class BM>
 typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
   unsigned klen = static_cast<unsigned>(key.size());
   unsigned plen = static_cast<unsigned>(payload.size());

@@ -93,6 +93,7 @@ struct BTreeNode {
   const uint8_t* keySuffix(unsigned i) const { return ptr() + slot[i].offset; }
   unsigned keyLen(unsigned i) const { return prefixLen + slot[i].keyLen; }  // full length
   const uint8_t* payloadPtr(unsigned i) const { return ptr() + slot[i].offset + slot[i].keyLen; }
+  uint8_t* mutablePayload(unsigned i) { return ptr() + slot[i].offset + slot[i].keyLen; }  // exclusive
   unsigned payloadLen(unsigned i) const { return slot[i].payloadLen & ~kOutOfLine; }
   bool outOfLine(unsigned i) const { return (slot[i].payloadLen & kOutOfLine) != 0; }
   uint64_t child(unsigned i) const;

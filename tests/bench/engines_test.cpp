@@ -39,6 +39,19 @@ bool builtIn(const std::string& name) {
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
+// A fresh engine `name` in dir (emptied first) with tables "alpha" and "beta".
+std::unique_ptr<Engine> openEngine(const std::string& name, const std::string& dir, Durability d) {
+  std::filesystem::remove_all(dir);
+  std::unique_ptr<Engine> engine = EngineRegistry::instance().make(name);
+  EXPECT_TRUE(engine->supports(d));
+  EngineConfig config;
+  config.dir = dir;
+  config.poolBytes = 16 << 20;
+  config.durability = d;
+  engine->open(config, {"alpha", "beta"});
+  return engine;
+}
+
 class EngineAdapterTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -132,6 +145,81 @@ TEST_P(EngineAdapterTest, PutGetDelOnTwoTables) {
   ASSERT_TRUE(s->get(1, binKey, &v));
   EXPECT_EQ(v, binVal);
   (void)engine_->stats();
+}
+
+// Session::update: the function gets the stored value and decides; absent keys are
+// not touched. Run on every adapter: the default (get then put) and vmstore's own.
+void expectUpdateContract(Session& s) {
+  std::string v;
+  int calls = 0;
+  EXPECT_FALSE(s.update(0, "absent", [&](std::string&) { return ++calls > 0; }));
+  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(s.get(0, "absent", &v));
+  s.put(0, "row", "1234");
+  EXPECT_TRUE(s.update(0, "row", [&](std::string& value) {
+    calls++;
+    EXPECT_EQ(value, "1234");
+    value[0] = 'x';  // the same size
+    return true;
+  }));
+  ASSERT_TRUE(s.get(0, "row", &v));
+  EXPECT_EQ(v, "x234");
+  EXPECT_TRUE(s.update(0, "row", [&](std::string& value) {
+    value += "-longer";
+    return true;
+  }));
+  ASSERT_TRUE(s.get(0, "row", &v));
+  EXPECT_EQ(v, "x234-longer");
+  EXPECT_TRUE(s.update(0, "row", [&](std::string& value) {
+    value = "discarded";
+    return false;  // leave it
+  }));
+  EXPECT_THROW(s.update(0, "row",
+                        [&](std::string& value) -> bool {
+                          value = "discarded";
+                          throw std::runtime_error("no");
+                        }),
+               std::runtime_error);
+  ASSERT_TRUE(s.get(0, "row", &v));
+  EXPECT_EQ(v, "x234-longer");
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_P(EngineAdapterTest, UpdateIsAReadModifyWriteOfAPresentKey) {
+  auto s = engine_->session();
+  expectUpdateContract(*s);
+}
+
+// vmstore's update: Tree::update outside transactions; inside a buffered (sync)
+// transaction it reads and writes the transaction's writes.
+TEST(VmstoreAdapter, UpdateInEveryDurabilityModeAndInsideATransaction) {
+  for (Durability d : {Durability::kNone, Durability::kAsync, Durability::kSync}) {
+    SCOPED_TRACE(durabilityName(d));
+    std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/engines_vmstore_update_" + std::to_string(::getpid());
+    std::unique_ptr<Engine> engine = openEngine("vmstore", dir, d);
+    {
+      auto s = engine->session();
+      auto other = engine->session();
+      expectUpdateContract(*s);
+      std::string v;
+      s->begin();
+      s->put(1, "t", "new");
+      EXPECT_TRUE(s->update(1, "t", [](std::string& value) {
+        value += "+updated";
+        return true;
+      }));
+      ASSERT_TRUE(s->get(1, "t", &v));
+      EXPECT_EQ(v, "new+updated");
+      if (d == Durability::kSync) {
+        EXPECT_FALSE(other->get(1, "t", &v)) << "stored before commit";
+      }
+      s->commit();
+      ASSERT_TRUE(other->get(1, "t", &v));
+      EXPECT_EQ(v, "new+updated");
+    }
+    engine->close();
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST_P(EngineAdapterTest, ScanOrderIsUnsignedBytesProperPrefixFirst) {
@@ -264,14 +352,7 @@ TEST_P(EngineAdapterTest, LoggedModesOpen) {
   open_ = false;
   for (Durability d : {Durability::kAsync, Durability::kSync}) {
     SCOPED_TRACE(durabilityName(d));
-    std::filesystem::remove_all(dir_);
-    auto logged = EngineRegistry::instance().make(GetParam());
-    ASSERT_TRUE(logged->supports(d));
-    EngineConfig config;
-    config.dir = dir_;
-    config.poolBytes = 16 << 20;
-    config.durability = d;
-    logged->open(config, {"alpha", "beta"});
+    auto logged = openEngine(GetParam(), dir_, d);
     {
       auto s = logged->session();
       s->begin();

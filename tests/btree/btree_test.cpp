@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -179,6 +180,70 @@ TEST(BTree, EmptyTree) {
   EXPECT_EQ(t.countKeys(), 0u);
   EXPECT_FALSE(t.isDropped());
   expectScansMatch(t, {});
+  expectSoundAndAccounted(*env.bm, {&t});
+}
+
+// updateInPlace: a value of the same size is written over the old one in the leaf (the
+// slot and the heap stay as they were); anything else is left to the caller.
+TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
+  BufferEnv env(treePool());
+  BTree t(*env.bm, BTree::create(*env.bm));
+  for (int i = 0; i < 20; i++) t.put(asBytes("k" + std::to_string(i)), asBytes("value" + std::to_string(i % 10)));
+  std::string big(BTreeNode::kMaxEntry + 100, 'B');
+  t.put(asBytes("big"), asBytes(big));
+  // The root is the only leaf: its layout tells whether a slot moved.
+  auto layout = [&] {
+    GuardS<BTreeNode> root(*env.bm, t.rootPid());
+    bool found;
+    unsigned pos = root->lowerBound(asBytes("k7"), &found);
+    EXPECT_TRUE(root->isLeaf() && found);
+    return std::vector<unsigned>{root->count, root->dataOffset, root->spaceUsed, root->slot[pos].offset};
+  };
+  int calls = 0;
+  std::string seen;
+  auto update = [&](const std::string& key, std::optional<std::string> next) {
+    calls = 0;
+    return t.updateInPlace(asBytes(key), [&](const vmstore::internal::Bytes* current) -> std::optional<vmstore::internal::Bytes> {
+      calls++;
+      seen = current ? std::string(reinterpret_cast<const char*>(current->data()), current->size()) : "<absent>";
+      if (!next) return std::nullopt;
+      return asBytes(*next);
+    });
+  };
+  bool found;
+  std::vector<unsigned> before = layout();
+  EXPECT_TRUE(update("k7", std::string("VALUE7")));
+  EXPECT_EQ(seen, "value7");
+  EXPECT_EQ(getValue(t, "k7", &found), "VALUE7");
+  EXPECT_EQ(layout(), before) << "the update moved the entry";
+  // put of the same size reinserts the entry (the heap grows down): the contrast.
+  t.put(asBytes("k7"), asBytes("value7"));
+  EXPECT_NE(layout(), before);
+  // Another size, nullopt, an absent key, an out-of-line value: nothing written.
+  before = layout();
+  EXPECT_FALSE(update("k7", std::string("longer value")));
+  EXPECT_FALSE(update("k7", std::nullopt));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(getValue(t, "k7", &found), "value7");
+  EXPECT_EQ(layout(), before);
+  EXPECT_FALSE(update("absent", std::string("x")));
+  EXPECT_EQ(seen, "<absent>");
+  getValue(t, "absent", &found);
+  EXPECT_FALSE(found);
+  EXPECT_FALSE(update("big", std::string(big.size(), 'C')));
+  EXPECT_EQ(seen, big) << "decide did not see the out-of-line value whole";
+  EXPECT_EQ(getValue(t, "big", &found), big);
+  // The leaf changes between the read and the write (decide runs with no page held):
+  // the leaf is found again and the value still written in place.
+  calls = 0;
+  EXPECT_TRUE(t.updateInPlace(asBytes("k3"), [&](const vmstore::internal::Bytes*) -> std::optional<vmstore::internal::Bytes> {
+    calls++;
+    t.put(asBytes("k30"), asBytes("another key in the same leaf"));
+    return asBytes(std::string_view("VALUE3"));
+  }));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(getValue(t, "k3", &found), "VALUE3");
+  EXPECT_EQ(getValue(t, "k30", &found), "another key in the same leaf");
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
