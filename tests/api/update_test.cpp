@@ -120,17 +120,17 @@ TEST_F(UpdateTest, EveryOutcomeOfTheFunction) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(value("k"), "longer");
   // A value over the limit: TooBig, nothing changed.
-  std::string big(vmstore::kMaxValueSize + 1, 'x');
-  s = run("k", [&](OptView) { return Change::put(big); });
+  vmsunit::ZeroBuffer big(vmstore::kMaxValueSize + 1);  // zero pages, refused unread
+  s = run("k", [&](OptView) { return Change::put(big.view()); });
   EXPECT_EQ(s.code(), Status::Code::kTooBig) << s.toString();
   EXPECT_EQ(value("k"), "longer");
-  // The largest value is fine, and goes out of line; the function then sees it whole.
-  std::string largest(vmstore::kMaxValueSize, 'L');
+  // A large value (a page of its own, many pages) is fine; the function sees it whole.
+  std::string largest(1 << 20, 'L');
   VMS_ASSERT_OK(run("k", [&](OptView) { return Change::put(largest); }));
   EXPECT_EQ(value("k"), largest);
-  VMS_ASSERT_OK(run("k", [&](OptView) { return Change::put(std::string(vmstore::kMaxValueSize, 'M')); }));
+  VMS_ASSERT_OK(run("k", [&](OptView) { return Change::put(std::string(1 << 20, 'M')); }));
   EXPECT_EQ(seenCopy, largest);
-  EXPECT_EQ(value("k"), std::string(vmstore::kMaxValueSize, 'M'));
+  EXPECT_EQ(value("k"), std::string(1 << 20, 'M'));
   // Delete; delete and keep of an absent key leave it absent.
   VMS_ASSERT_OK(run("k", [](OptView) { return Change::del(); }));
   EXPECT_TRUE(t_->get("k", &seenCopy).isNotFound());
@@ -268,7 +268,7 @@ TEST_F(UpdateTest, CApiOutcomesAndBadInput) {
   u.next = nullptr;
   u.nextLen = 3;
   EXPECT_EQ(vms_update(t, "k", 1, cUpdate, &u), VMS_EINVAL);
-  std::string big(VMS_MAX_VALUE_SIZE + 1, 'b');
+  vmsunit::ZeroBuffer big(VMS_MAX_VALUE_SIZE + 1);  // zero pages, refused unread
   u.next = big.data();
   u.nextLen = big.size();
   EXPECT_EQ(vms_update(t, "k", 1, cUpdate, &u), VMS_ETOOBIG);
@@ -534,6 +534,37 @@ TEST(UpdateDurability, ChangesSurviveACrashAndKeepsAndAbortsLogNothing) {
   EXPECT_TRUE(t->get("never", &v).isNotFound());
   VMS_ASSERT_OK(t->get("grown", &v));
   EXPECT_EQ(v, std::string(2000, 'g'));
+  expectCheckOk(db.get());
+  VMS_ASSERT_OK(db->close());
+}
+
+TEST(UpdateDurability, AValueTooLargeForTheLogIsMadeDurableByACheckpoint) {
+  // An update whose put would take over log_size / 16 is not logged (as a put of it
+  // would not be): it returns after a checkpoint that holds it, and survives a crash.
+  std::string dir = freshDir();
+  const std::string big(3 << 20, 'u');
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::unique_ptr<vmstore::Database> db;
+    if (!vmstore::Database::open(dir, "pool_size=64M,durability=sync,log_size=16M", &db).ok()) _exit(3);
+    vmstore::Tree* t;
+    if (!db->openTree("", true, &t).ok()) _exit(4);
+    if (!t->put("k", "small").ok()) _exit(5);
+    uint64_t before = db->stats().checkpoints;
+    if (!t->update("k", [&](OptView) { return Change::put(big); }).ok()) _exit(6);
+    if (db->stats().checkpoints <= before) _exit(7);
+    raise(SIGKILL);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  std::string v;
+  VMS_ASSERT_OK(t->get("k", &v));
+  EXPECT_TRUE(v == big);
   expectCheckOk(db.get());
   VMS_ASSERT_OK(db->close());
 }
