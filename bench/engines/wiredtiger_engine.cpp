@@ -37,6 +37,9 @@
 // - Everything else is WiredTiger's default (eviction threads and dirty targets
 //   included). VMSTORE_WT_CONFIG, when set, is appended to the wiredtiger_open
 //   configuration for tuning experiments (not used by the benchmarks).
+// - checkpoint(): WT_SESSION::checkpoint (blocks that only older checkpoints use become
+//   free for reuse); compact(): WT_SESSION::compact of every table (gives the file's
+//   free space at its end back to the file system).
 // - Session objects must be destroyed before Engine::close().
 #include <wiredtiger.h>
 
@@ -291,6 +294,16 @@ class WtEngine final : public Engine {
     return st;
   }
 
+  void checkpoint() override {
+    withSession("checkpoint", [](WT_SESSION* s) { return s->checkpoint(s, nullptr); });
+  }
+
+  void compact() override {
+    for (const std::string& uri : uris_) {
+      withSession("compact(" + uri + ")", [&](WT_SESSION* s) { return s->compact(s, uri.c_str(), nullptr); });
+    }
+  }
+
   void close() override {
     if (conn_ == nullptr) return;
     {
@@ -359,6 +372,17 @@ class WtEngine final : public Engine {
     std::lock_guard<std::mutex> lock(statsMutex_);
     statsSession_ = s;  // kept open for stats()
     return 0;
+  }
+
+  // Runs op on a session of its own (WiredTiger sessions are single-threaded).
+  template <class Op>
+  void withSession(const std::string& what, Op&& op) {
+    if (conn_ == nullptr) throw std::runtime_error("wiredtiger: " + what + ": not open");
+    WT_SESSION* s = nullptr;
+    check("open_session", conn_->open_session(conn_, nullptr, nullptr, &s));
+    int ret = op(s);
+    s->close(s, nullptr);
+    if (ret != 0) fail(what, ret);
   }
 
   static std::set<std::string> entries(const std::string& dir) {
