@@ -7,10 +7,11 @@
 // - runThroughput(spec): a fresh database of spec.engine in spec.dir (missing or empty;
 //   left behind for the caller to remove) with one table. Load: keys 0..n-1, n =
 //   max(1, dataBytes / valueBytes), every value valueBytes long, spec.threads threads
-//   each putting its own key range. Gets: every thread reads uniformly random keys for
+//   each putting its own key range, then Engine::checkpoint() (timed on its own, as a
+//   user checkpoints after a bulk load). Gets: every thread reads uniformly random keys for
 //   spec.seconds. Puts: every thread overwrites uniformly random keys with new values
-//   for spec.seconds, or until kPutRewrites x the data has been written (so an engine
-//   that appends does not fill the disk), whichever comes first. Every operation
+//   for spec.seconds, or until kPutRewrites x the data (at most kPutBytesMax) has been
+//   written (so an engine that appends does not fill the disk), whichever comes first. Every operation
 //   completes: a phase lasts until its last operation returns, and has at least one per
 //   thread. Every value read is checked (length, its key and version stamped at both
 //   ends, one word of its middle); a wrong answer throws std::runtime_error, as do
@@ -42,6 +43,7 @@ namespace vmstore::bench::values {
 
 inline constexpr uint64_t kMinValueBytes = 64;
 inline constexpr uint64_t kPutRewrites = 4;
+inline constexpr uint64_t kPutBytesMax = 4ull << 30;
 inline constexpr int kZeroCopyRounds = 5;
 
 struct ThroughputSpec {
@@ -65,6 +67,7 @@ struct Phase {
 struct ThroughputResult {
   uint64_t keys = 0;
   Phase load, get, put;
+  double checkpointSeconds = 0;  // Engine::checkpoint() after the load
   double closeSeconds = 0;
   EngineStats stats;  // at the end, before close
 };
