@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -343,6 +344,7 @@ ChurnResult runChurn(const ChurnSpec& spec) {
   }
   engine->close();
   r.diskAfterClose = diskBytes(spec.dir);
+  r.files = fileBytes(spec.dir);
   r.seconds = secondsBetween(start, Clock::now());
   return r;
 }
@@ -360,7 +362,13 @@ std::string toJson(const ChurnSpec& spec, const ChurnResult& r) {
     << ",\"disk_worst\":" << r.worst << ",\"ratio_worst\":" << num(r.worst / live, 3)
     << ",\"disk_compacted\":" << r.diskAfterCompact << ",\"ratio_compacted\":" << num(r.diskAfterCompact / live, 3)
     << ",\"disk_closed\":" << r.diskAfterClose << ",\"ratio_closed\":" << num(r.diskAfterClose / live, 3)
-    << ",\"seconds\":" << num(r.seconds, 3) << "}";
+    << ",\"seconds\":" << num(r.seconds, 3) << ",\"files\":{";
+  bool first = true;
+  for (const auto& [name, bytes] : r.files) {
+    j << (first ? "" : ",") << quoted(name) << ":" << bytes;
+    first = false;
+  }
+  j << "}}";
   return j.str();
 }
 
@@ -449,14 +457,22 @@ std::string toJson(const ZeroCopySpec& spec, const ZeroCopyResult& r) {
   return j.str();
 }
 
-uint64_t diskBytes(const std::string& dir) {
-  uint64_t total = 0;
+std::map<std::string, uint64_t> fileBytes(const std::string& dir) {
+  std::map<std::string, uint64_t> files;
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st {};
-    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_blocks) * 512;
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      files[std::filesystem::relative(it->path(), dir, ec).string()] = static_cast<uint64_t>(st.st_blocks) * 512;
+    }
   }
+  return files;
+}
+
+uint64_t diskBytes(const std::string& dir) {
+  uint64_t total = 0;
+  for (const auto& [name, bytes] : fileBytes(dir)) total += bytes;
   return total;
 }
 

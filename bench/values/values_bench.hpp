@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,7 @@ struct ChurnResult {
   uint64_t worst = 0;                    // the largest of rounds 2.. (the first only fills)
   uint64_t diskAfterCompact = 0;
   uint64_t diskAfterClose = 0;
+  std::map<std::string, uint64_t> files;  // each file's allocated bytes after close
   double seconds = 0;
 };
 
@@ -119,7 +121,9 @@ struct ZeroCopyResult {
 ZeroCopyResult runZeroCopy(const ZeroCopySpec& spec);
 std::string toJson(const ZeroCopySpec& spec, const ZeroCopyResult& r);
 
-// Allocated bytes (st_blocks x 512) of every file below dir.
+// Allocated bytes (st_blocks x 512) of every file below dir, by path below dir; and their
+// sum.
+std::map<std::string, uint64_t> fileBytes(const std::string& dir);
 uint64_t diskBytes(const std::string& dir);
 
 }  // namespace vmstore::bench::values
