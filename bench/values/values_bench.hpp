@@ -44,7 +44,7 @@ namespace vmstore::bench::values {
 
 inline constexpr uint64_t kMinValueBytes = 64;
 inline constexpr uint64_t kPutRewrites = 4;
-inline constexpr uint64_t kPutBytesMax = 4ull << 30;
+inline constexpr uint64_t kPutBytesMax = 2ull << 30;
 inline constexpr int kZeroCopyRounds = 5;
 
 struct ThroughputSpec {
