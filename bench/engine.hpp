@@ -53,6 +53,9 @@ struct EngineConfig {
   Durability durability = Durability::kNone;  // see the contract above
   bool syncIo = false;  // vmstore: config io=sync (misses in tasks block the thread)
   std::string vmstoreConfig;  // vmstore: more config keys ("page_provider=false,..."), applied last
+  // The largest value the workload writes, in bytes; 0: small values (the record and
+  // TPC-C workloads). Adapters size what depends on it (docs/ENGINES.md, "Large values").
+  uint64_t maxValueBytes = 0;
 };
 
 struct EngineStats {
@@ -139,6 +142,14 @@ class Engine {
   virtual bool supportsTasks() const { return false; }
   virtual std::unique_ptr<Session> session() = 0;
   virtual EngineStats stats() { return {}; }
+  // What a user runs now and then so that the data files hold every write and the engine
+  // may reuse the space of what was overwritten (vmstore Database::sync, LMDB
+  // mdb_env_sync, a WiredTiger checkpoint, a RocksDB flush). No session may be inside
+  // begin()/commit() meanwhile. Default: nothing.
+  virtual void checkpoint() {}
+  // The engine's own compaction, where it has one (WiredTiger compact, RocksDB
+  // CompactRange with blob garbage collection); default: nothing.
+  virtual void compact() {}
   // Flushes what the engine needs to and releases everything.
   virtual void close() = 0;
 };

@@ -34,6 +34,13 @@ void printBenchHelp() {
       "                           [--durability=sync|async|none] [--cases=C,...]\n"
       "                           [--memory-bound=cgroup|unbounded|both]\n"
       "                           [--memory-allowance=SIZE] [--no-plots]\n"
+      "       vmstore bench values [--engines=E,...] [--value-sizes=S,...] [--cases=mem,oom]\n"
+      "                            [--seconds=S] [--threads=N] [--data=SIZE] [--pool=SIZE]\n"
+      "                            [--oom-data=SIZE] [--oom-pool=SIZE] [--out=DIR]\n"
+      "                            [--memory-bound=cgroup|unbounded] [--memory-allowance=SIZE]\n"
+      "       vmstore bench values --zero-copy [--value-sizes=S] [--pool=SIZE] [--out=DIR]\n"
+      "       vmstore bench values --churn [--engines=E,...] [--churn-data=SIZE] [--rounds=N]\n"
+      "                            [--pool=SIZE] [--out=DIR]\n"
       "\n"
       "Loads WORKLOAD into a fresh database of engine E, runs N worker threads for S\n"
       "seconds and prints one CSV row per second, then one JSON line (the last line of\n"
@@ -63,7 +70,12 @@ void printBenchHelp() {
       "'suite' runs in-memory lookups, out-of-memory lookups and TPC-C on every engine and\n"
       "prints a table (docs/CLI.md). Each out-of-memory run is bounded by a memory cgroup\n"
       "of the pool plus --memory-allowance (default 48M), page cache included; where none\n"
-      "can be made it runs unbounded and is labelled lookup-oom-unbounded.\n",
+      "can be made it runs unbounded and is labelled lookup-oom-unbounded.\n"
+      "\n"
+      "'values' measures large values (1K to 64M by default) on every engine: put and get\n"
+      "MB/s in memory and out of memory (each engine in a memory cgroup), a zero-copy read\n"
+      "of vmstore's largest value, or with --churn the space on storage after ten rounds of\n"
+      "mixed sizes (docs/CLI.md).\n",
       joined(bench::WorkloadRegistry::instance().names()).c_str(),
       joined(bench::MicroRegistry::instance().names()).c_str(),
       joined(bench::engineNames()).c_str());
@@ -113,6 +125,7 @@ int cmdBench(int argc, char** argv) {
     }
   }
   if (std::strcmp(argv[2], "suite") == 0) return cmdBenchSuite(argc, argv);
+  if (std::strcmp(argv[2], "values") == 0) return cmdBenchValues(argc, argv);
   if (argv[2][0] == '-') throw UsageError(std::string("missing workload before ") + argv[2]);
 
   Args args(argc, argv, 3,

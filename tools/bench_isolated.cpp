@@ -30,19 +30,6 @@ std::string selfExecutable() {
   return buf;
 }
 
-// The number after "key": in a flat JSON object; false when absent.
-bool jsonNumber(const std::string& json, const std::string& key, double* out) {
-  const std::string needle = "\"" + key + "\":";
-  size_t at = json.find(needle);
-  if (at == std::string::npos) return false;
-  const char* start = json.c_str() + at + needle.size();
-  char* end = nullptr;
-  double v = std::strtod(start, &end);
-  if (end == start) return false;
-  *out = v;
-  return true;
-}
-
 std::string lastLines(const std::string& path, size_t count) {
   std::ifstream in(path);
   std::deque<std::string> lines;
@@ -67,8 +54,43 @@ std::string fmtSeconds(double s) {
 
 }  // namespace
 
+bool jsonNumber(const std::string& json, const std::string& key, double* out) {
+  const std::string needle = "\"" + key + "\":";
+  size_t at = json.find(needle);
+  if (at == std::string::npos) return false;
+  const char* start = json.c_str() + at + needle.size();
+  char* end = nullptr;
+  double v = std::strtod(start, &end);
+  if (end == start) return false;
+  *out = v;
+  return true;
+}
+
 IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* cgroup,
                            const std::string& logPath) {
+  std::vector<std::string> args = {"bench",
+                                   opts.workload,
+                                   "--engine=" + opts.engine,
+                                   "--threads=" + std::to_string(opts.threads),
+                                   "--data=" + std::to_string(opts.data),
+                                   "--pool=" + std::to_string(opts.pool),
+                                   "--seconds=" + fmtSeconds(opts.seconds),
+                                   std::string("--durability=") + bench::durabilityName(opts.durability)};
+  if (!opts.csv.empty()) args.push_back("--csv=" + opts.csv);
+  IsolatedResult r = runIsolatedCommand(args, cgroup, logPath);
+  if (!r.ok) return r;
+  if (!jsonNumber(r.json, "tx_per_s", &r.txPerSec)) {
+    r.ok = false;
+    r.error = "the child printed no result line (its log: " + logPath + ")";
+    return r;
+  }
+  jsonNumber(r.json, "load_s", &r.loadSeconds);
+  jsonNumber(r.json, "seconds", &r.measuredSeconds);
+  return r;
+}
+
+IsolatedResult runIsolatedCommand(const std::vector<std::string>& args, bench::MemoryCgroup* cgroup,
+                                  const std::string& logPath) {
   IsolatedResult r;
   const std::string exe = selfExecutable();
   if (exe.empty()) {
@@ -91,17 +113,9 @@ IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* c
       std::filesystem::remove_all(path, ignored);
     }
   } removeDir{dir};
-  std::vector<std::string> argv = {exe,
-                                   "bench",
-                                   opts.workload,
-                                   "--engine=" + opts.engine,
-                                   "--threads=" + std::to_string(opts.threads),
-                                   "--data=" + std::to_string(opts.data),
-                                   "--pool=" + std::to_string(opts.pool),
-                                   "--seconds=" + fmtSeconds(opts.seconds),
-                                   std::string("--durability=") + bench::durabilityName(opts.durability),
-                                   "--dir=" + dir};
-  if (!opts.csv.empty()) argv.push_back("--csv=" + opts.csv);
+  std::vector<std::string> argv = {exe};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--dir=" + dir);
   std::string why;
   bench::ChildResult child = bench::runChild(argv, logPath, cgroup, &why);
   if (!child.started) {
@@ -133,12 +147,10 @@ IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* c
   while (std::getline(lines, line)) {
     if (!line.empty() && line[0] == '{') r.json = line;
   }
-  if (r.json.empty() || !jsonNumber(r.json, "tx_per_s", &r.txPerSec)) {
+  if (r.json.empty()) {
     r.error = "the child printed no result line (its log: " + logPath + ")";
     return r;
   }
-  jsonNumber(r.json, "load_s", &r.loadSeconds);
-  jsonNumber(r.json, "seconds", &r.measuredSeconds);
   r.ok = true;
   return r;
 }

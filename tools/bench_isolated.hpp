@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runner.hpp"
 
@@ -41,5 +42,15 @@ struct IsolatedResult {
 
 IsolatedResult runIsolated(const bench::RunOptions& opts, bench::MemoryCgroup* cgroup,
                            const std::string& logPath);
+
+// The same for any command of this executable that prints its result as a JSON line
+// last: runs `vmstore ARGS... --dir=TMP` (TMP made and removed as above) and returns that
+// line in json; the figures (txPerSec, ...) stay 0.
+IsolatedResult runIsolatedCommand(const std::vector<std::string>& args, bench::MemoryCgroup* cgroup,
+                                  const std::string& logPath);
+
+// The number after "key": in a flat JSON object (a child's result line); false when
+// absent.
+bool jsonNumber(const std::string& json, const std::string& key, double* out);
 
 }  // namespace vmstore::cli

@@ -90,15 +90,6 @@ std::string mibText(uint64_t bytes) {
   return buf;
 }
 
-std::string timestamp() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
-
 std::string shellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -109,16 +100,6 @@ std::string shellQuote(const std::string& s) {
     }
   }
   return out + "'";
-}
-
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
 }
 
 // Runs bench/plot.py over the results; returns a line saying where the plots are or why

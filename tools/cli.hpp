@@ -75,6 +75,10 @@ std::string fromHex(std::string_view hex, std::string_view what);
 std::string humanBytes(uint64_t bytes);
 // 1234567 -> "1,234,567".
 std::string withCommas(uint64_t n);
+// The local time as "20261121-103524" (names of result directories).
+std::string timestamp();
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> splitList(const std::string& s);
 // A tree name for humans: "(default)" for "", else the name with control bytes escaped.
 std::string treeLabel(std::string_view name);
 // Writes all bytes to stdout; Failure when stdout is broken.
@@ -165,6 +169,7 @@ int cmdDemo(int argc, char** argv);   // demo.cpp
 #ifdef VMSTORE_WITH_BENCH
 int cmdBench(int argc, char** argv);       // bench.cpp: workloads and micro-benchmarks
 int cmdBenchSuite(int argc, char** argv);  // bench_suite.cpp: `vmstore bench suite`
+int cmdBenchValues(int argc, char** argv);  // bench_values.cpp: `vmstore bench values`
 #endif
 
 // The default pool of the small commands (put/get/del/scan/stats/check).

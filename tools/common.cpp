@@ -2,8 +2,10 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <system_error>
 
 #include "cli.hpp"
@@ -63,6 +65,25 @@ std::string humanBytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
   return buf;
+}
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
 }
 
 std::string withCommas(uint64_t n) {

@@ -8,7 +8,10 @@
 //   LMDB's recommended setting for write throughput), MDB_NOTLS (a read transaction
 //   belongs to a Session, not to a thread, and a session may live on any worker
 //   thread), MDB_NORDAHEAD (random access: no kernel readahead; LMDB recommends it when
-//   the data exceeds RAM).
+//   the data exceeds RAM) unless the workload writes values of kReadaheadFromBytes or
+//   more (config.maxValueBytes): such a value is one run of contiguous overflow pages,
+//   read front to back, and without readahead every 4 KiB of it would be a page fault
+//   with a read of its own.
 // - Durability (config.durability; LMDB has no log, a commit writes the copy-on-write
 //   pages and the meta page into the map):
 //     none   MDB_NOSYNC | MDB_NOMETASYNC ("no log, no sync", as the paper ran it):
@@ -21,7 +24,8 @@
 //            is no group commit: concurrent writers queue for the write lock
 //   A put or del outside begin()/commit() is its own write transaction, committed (and
 //   in sync mode synced) before it returns.
-// - Map size: 64 GiB (VMSTORE_LMDB_MAP_GIB overrides it). With MDB_WRITEMAP LMDB sizes
+// - Map size: 64 GiB (VMSTORE_LMDB_MAP_GIB overrides it), at least 4 x the largest value
+//   (config.maxValueBytes). With MDB_WRITEMAP LMDB sizes
 //   the data file to the map size at open, as a sparse file: only written pages take
 //   disk space.
 // - Cache: LMDB has none of its own; it reads through mmap, so the kernel page cache is
@@ -39,6 +43,9 @@
 //   write_bytes), all since open(). Process-wide: exact while the engine is the only
 //   thing in the process doing I/O, as in `vmstore bench`. evictions stays 0 (the
 //   kernel's page reclaim is not visible per process).
+// - checkpoint(): mdb_env_sync(force). LMDB reuses the pages a commit frees once no
+//   reader needs them; it has no compaction in place (mdb_env_copy2 with MDB_CP_COMPACT
+//   writes a compacted copy elsewhere), so compact() does nothing.
 // - Session objects must be destroyed before Engine::close().
 #include <lmdb.h>
 #include <sys/resource.h>
@@ -61,6 +68,7 @@ namespace vmstore::bench {
 namespace {
 
 constexpr size_t kDefaultMapGiB = 64;
+constexpr uint64_t kReadaheadFromBytes = 64 << 10;  // values of 16 pages and more
 
 size_t mapSize() {
   size_t gib = kDefaultMapGiB;
@@ -287,12 +295,14 @@ class LmdbEngine final : public Engine {
     try {
       check("mdb_env_set_maxdbs",
             mdb_env_set_maxdbs(env_, static_cast<MDB_dbi>(tables.size() + 1)));
-      check("mdb_env_set_mapsize", mdb_env_set_mapsize(env_, mapSize()));
+      check("mdb_env_set_mapsize",
+            mdb_env_set_mapsize(env_, std::max<size_t>(mapSize(), 4 * config.maxValueBytes)));
       // One reader slot per session; sessions are per worker thread, plus a few for
       // loaders and checkers.
       unsigned readers = std::max(126u, 2 * config.threads + 16);
       check("mdb_env_set_maxreaders", mdb_env_set_maxreaders(env_, readers));
-      unsigned flags = MDB_WRITEMAP | MDB_NOTLS | MDB_NORDAHEAD;
+      unsigned flags = MDB_WRITEMAP | MDB_NOTLS;
+      if (config.maxValueBytes < kReadaheadFromBytes) flags |= MDB_NORDAHEAD;
       if (config.durability == Durability::kNone) flags |= MDB_NOSYNC | MDB_NOMETASYNC;
       if (config.durability == Durability::kAsync) flags |= MDB_NOSYNC;
       check("mdb_env_open", mdb_env_open(env_, config.dir.c_str(), flags, 0644));
@@ -332,6 +342,10 @@ class LmdbEngine final : public Engine {
     st.bytesRead = since(now.bytesRead, base_.bytesRead);
     st.bytesWritten = since(now.bytesWritten, base_.bytesWritten);
     return st;
+  }
+
+  void checkpoint() override {
+    if (env_ != nullptr) check("mdb_env_sync", mdb_env_sync(env_, 1));
   }
 
   void close() override {

@@ -30,6 +30,19 @@
 //   uncommitted writes and the last commit wins (the isolation of a read-committed
 //   engine without write-conflict detection). Outside begin()/commit() every operation
 //   is applied directly.
+// - Large values: integrated BlobDB, as RocksDB's own blob benchmark
+//   (tools/run_blob_bench.sh) runs it: enable_blob_files, values of kMinBlobSize and more
+//   in blob files (a smaller value stays in its data block, beside its neighbours), blob
+//   garbage collection on (age cutoff 0.25, RocksDB's default), the block cache as the
+//   blob cache too (one budget), filled at flush (prepopulate_blob_cache: with direct
+//   reads a blob not in the cache is a read from storage). With config.maxValueBytes the
+//   cache has at most as many shards as leave each room for two such values (a value
+//   larger than its shard is never cached), a memtable may hold two of them, and data
+//   blocks too go into the cache at flush (prepopulate_block_cache; other workloads
+//   keep RocksDB's default, off).
+// - checkpoint(): a flush of every memtable (waiting for it); compact(): CompactRange of
+//   every column family over the whole key range, bottommost level included, with blob
+//   garbage collection forced at age cutoff 1.0 (every blob file may be rewritten).
 // - del() reports whether the key existed, so it reads before it writes the tombstone.
 // - Session objects must be destroyed before Engine::close().
 #include <rocksdb/cache.h>
@@ -59,6 +72,16 @@ namespace vmstore::bench {
 namespace {
 
 constexpr uint64_t kDefaultPool = uint64_t{64} << 20;  // when config.poolBytes == 0
+constexpr uint64_t kMinBlobSize = 4096;                // one data block
+
+// Shard bits of the cache: RocksDB's default (-1: shards of at least 512 KiB, at most
+// 64), or with large values as many as leave each shard room for two of them.
+int cacheShardBits(uint64_t pool, uint64_t maxValueBytes) {
+  if (maxValueBytes < kMinBlobSize) return -1;
+  int bits = 0;
+  while (bits < 6 && (pool >> (bits + 1)) >= 2 * maxValueBytes) ++bits;
+  return bits;
+}
 
 [[noreturn]] void fail(const std::string& op, const rocksdb::Status& s) {
   throw std::runtime_error("rocksdb: " + op + ": " + s.ToString());
@@ -196,7 +219,7 @@ class RocksEngine final : public Engine {
     uint64_t pool = config.poolBytes != 0 ? config.poolBytes : kDefaultPool;
     durability_ = config.durability;
 
-    cache_ = rocksdb::NewLRUCache(static_cast<size_t>(pool));
+    cache_ = rocksdb::NewLRUCache(static_cast<size_t>(pool), cacheShardBits(pool, config.maxValueBytes));
     statistics_ = rocksdb::CreateDBStatistics();
 
     rocksdb::BlockBasedTableOptions table;
@@ -213,6 +236,11 @@ class RocksEngine final : public Engine {
     table.pin_top_level_index_and_filter = true;
     table.pin_l0_filter_and_index_blocks_in_cache = true;
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    if (config.maxValueBytes > 0) {
+      // The values benchmark reads what it has just written: with direct reads, blocks
+      // not put into the cache at flush would each be read from storage once first.
+      table.prepopulate_block_cache = rocksdb::BlockBasedTableOptions::PrepopulateBlockCache::kFlushOnly;
+    }
 
     // Memtables: a quarter of the budget, charged to the block cache.
     size_t memBudget = static_cast<size_t>(std::max<uint64_t>(pool / 4, 1 << 20));
@@ -220,8 +248,15 @@ class RocksEngine final : public Engine {
     cfo.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
     cfo.compression = rocksdb::kNoCompression;
     cfo.bottommost_compression = rocksdb::kNoCompression;
+    const size_t twoValues = static_cast<size_t>(2 * config.maxValueBytes);
     cfo.write_buffer_size =
-        std::clamp<size_t>(memBudget / 2, size_t{1} << 20, size_t{64} << 20);
+        std::clamp<size_t>(memBudget / 2, size_t{1} << 20, std::max(size_t{64} << 20, twoValues));
+    cfo.enable_blob_files = true;
+    cfo.min_blob_size = kMinBlobSize;
+    cfo.blob_compression_type = rocksdb::kNoCompression;
+    cfo.enable_blob_garbage_collection = true;
+    cfo.blob_cache = cache_;
+    cfo.prepopulate_blob_cache = rocksdb::PrepopulateBlobCache::kFlushOnly;
 
     rocksdb::DBOptions dbo;
     dbo.create_if_missing = true;
@@ -307,6 +342,23 @@ class RocksEngine final : public Engine {
       st.evictions = added > resident ? added - resident : 0;
     }
     return st;
+  }
+
+  void checkpoint() override {
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    std::vector<rocksdb::ColumnFamilyHandle*> all(cfs_);
+    check("checkpoint: Flush", db_->Flush(fo, all));
+  }
+
+  void compact() override {
+    rocksdb::CompactRangeOptions co;
+    co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    co.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
+    co.blob_garbage_collection_age_cutoff = 1.0;
+    for (rocksdb::ColumnFamilyHandle* cf : cfs_) {
+      check("compact: CompactRange", db_->CompactRange(co, cf, nullptr, nullptr));
+    }
   }
 
   void close() override {

@@ -17,6 +17,9 @@
 // update() is Tree::update (one atomic read-modify-write, in place when the size does not
 // change), except inside a buffered transaction (sync), where it is get() then put() on
 // the transaction's writes.
+// Large values (config.maxValueBytes): nothing to configure; a value over one page is
+// one variable-size page, and one value may take at most half of pool_size, which the
+// benchmark that writes it checks. checkpoint(): Database::sync(); no compaction.
 // Statistics: Database::stats() (page misses and pages written, 4096 bytes each; the
 // log's bytes since the last checkpoint and its flushes since open).
 #include <algorithm>
@@ -128,6 +131,11 @@ class VmstoreEngine : public Engine {
     out.logBytes = s.log_bytes;
     out.logSyncs = s.log_flushes;
     return out;
+  }
+
+  void checkpoint() override {
+    Status s = db_->sync();
+    if (!s.ok()) fail("sync", s);
   }
 
   void close() override {

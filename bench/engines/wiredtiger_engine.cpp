@@ -34,9 +34,19 @@
 //   not, and WiredTiger does no write-conflict detection below snapshot isolation, so
 //   there are no WT_ROLLBACK conflicts; abort() undoes the transaction's writes.
 //   Operations outside begin()/commit() are auto-committed one by one.
+// - Large values (config.maxValueBytes > 0, the values benchmark), as WiredTiger's
+//   page-size tuning guide advises ("avoid creating large numbers of overflow items that
+//   are repeatedly referenced"): values up to the largest stay on their leaf page
+//   (leaf_value_max = that size, once it is over the default of about 14 KiB; an
+//   overflow item is read from the file on every get, with direct I/O from storage) and
+//   a page may grow to 4 such values in memory before it is forced out (memory_page_max,
+//   default 5 MB).
 // - Everything else is WiredTiger's default (eviction threads and dirty targets
 //   included). VMSTORE_WT_CONFIG, when set, is appended to the wiredtiger_open
 //   configuration for tuning experiments (not used by the benchmarks).
+// - checkpoint(): WT_SESSION::checkpoint (blocks that only older checkpoints use become
+//   free for reuse); compact(): WT_SESSION::compact of every table (gives the file's
+//   free space at its end back to the file system).
 // - Session objects must be destroyed before Engine::close().
 #include <wiredtiger.h>
 
@@ -61,6 +71,10 @@ namespace {
 
 constexpr uint64_t kMinCache = uint64_t{1} << 20;        // WiredTiger's minimum
 constexpr uint64_t kDefaultCache = uint64_t{64} << 20;   // when config.poolBytes == 0
+// Large values: WiredTiger stores a value over leaf_value_max (by default half a split
+// 32 KiB leaf, about 14 KiB) as an overflow item, which every read fetches from the file.
+constexpr uint64_t kOnPageFromBytes = uint64_t{14} << 10;
+constexpr uint64_t kDefaultMemoryPageMax = uint64_t{5} << 20;
 
 [[noreturn]] void fail(const std::string& op, int ret) {
   throw std::runtime_error("wiredtiger: " + op + ": " + wiredtiger_strerror(ret));
@@ -291,6 +305,16 @@ class WtEngine final : public Engine {
     return st;
   }
 
+  void checkpoint() override {
+    withSession("checkpoint", [](WT_SESSION* s) { return s->checkpoint(s, nullptr); });
+  }
+
+  void compact() override {
+    for (const std::string& uri : uris_) {
+      withSession("compact(" + uri + ")", [&](WT_SESSION* s) { return s->compact(s, uri.c_str(), nullptr); });
+    }
+  }
+
   void close() override {
     if (conn_ == nullptr) return;
     {
@@ -347,8 +371,9 @@ class WtEngine final : public Engine {
     WT_SESSION* s = nullptr;
     ret = conn->open_session(conn, nullptr, nullptr, &s);
     if (ret != 0) *op = "open_session";
+    std::string tableCfg = tableConfig(config.maxValueBytes);
     for (size_t i = 0; ret == 0 && i < uris_.size(); ++i) {
-      ret = s->create(s, uris_[i].c_str(), "key_format=u,value_format=u");
+      ret = s->create(s, uris_[i].c_str(), tableCfg.c_str());
       if (ret != 0) *op = "create(" + uris_[i] + ")";
     }
     if (ret != 0) {
@@ -359,6 +384,31 @@ class WtEngine final : public Engine {
     std::lock_guard<std::mutex> lock(statsMutex_);
     statsSession_ = s;  // kept open for stats()
     return 0;
+  }
+
+  // Runs op on a session of its own (WiredTiger sessions are single-threaded).
+  template <class Op>
+  void withSession(const std::string& what, Op&& op) {
+    if (conn_ == nullptr) throw std::runtime_error("wiredtiger: " + what + ": not open");
+    WT_SESSION* s = nullptr;
+    check("open_session", conn_->open_session(conn_, nullptr, nullptr, &s));
+    int ret = op(s);
+    s->close(s, nullptr);
+    if (ret != 0) fail(what, ret);
+  }
+
+  // The table configuration: raw byte strings; with large values (maxValueBytes) see
+  // the header comment. VMSTORE_WT_TABLE_CONFIG, when set, is appended (experiments).
+  static std::string tableConfig(uint64_t maxValueBytes) {
+    std::string cfg = "key_format=u,value_format=u";
+    if (maxValueBytes >= kOnPageFromBytes) {
+      cfg += ",leaf_value_max=" + std::to_string(maxValueBytes) +
+             ",memory_page_max=" + std::to_string(std::max<uint64_t>(kDefaultMemoryPageMax, 4 * maxValueBytes));
+    }
+    if (const char* extra = std::getenv("VMSTORE_WT_TABLE_CONFIG"); extra != nullptr && *extra) {
+      cfg += std::string(",") + extra;
+    }
+    return cfg;
   }
 
   static std::set<std::string> entries(const std::string& dir) {
