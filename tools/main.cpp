@@ -40,9 +40,10 @@ const Command kCommands[] = {
      "[--dir=DIR] [--csv=FILE] [--check] [--distribution=zipfian|uniform] "
      "[--durability=sync|async|none]\n"
      "  vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...] "
-     "[--durability=sync|async|none]",
-     "benchmarks: lookup, scan, ycsb-a..f, tpcc, micro-benchmarks on five engines "
-     "('bench --help')",
+     "[--durability=sync|async|none]\n"
+     "  vmstore bench values [--value-sizes=S,...] [--cases=mem,oom] [--churn | --zero-copy]",
+     "benchmarks: lookup, scan, ycsb-a..f, tpcc, micro-benchmarks, large values on five "
+     "engines ('bench --help')",
      vmstore::cli::cmdBench},
 #endif
 };

@@ -13,74 +13,33 @@
 #include <utility>
 #include <vector>
 
-#include "child_run.hpp"
+#include "bench_cli.hpp"
 #include "memory_cgroup.hpp"
-#include "unit_util.hpp"
-
-#ifndef VMSTORE_CLI_PATH
-#define VMSTORE_CLI_PATH ""
-#endif
 
 namespace {
 
-using vmstore::bench::ChildResult;
+using vmsbench::bench;
+using vmsbench::CliRun;
+using vmsbench::readAll;
 using vmstore::bench::MemoryCgroup;
-using vmstore::bench::runChild;
-
-struct CliRun {
-  ChildResult result;
-  std::string err;
-};
-
-// `vmstore bench ARGS...`, its stderr kept.
-CliRun bench(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), {VMSTORE_CLI_PATH, "bench"});
-  CliRun run;
-  std::string why;
-  const std::string errPath = dir.file("stderr.txt");
-  run.result = runChild(args, errPath, nullptr, &why);
-  EXPECT_TRUE(run.result.started) << why;
-  std::ifstream in(errPath);
-  std::stringstream text;
-  text << in.rdbuf();
-  run.err = text.str();
-  return run;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 CliRun suite(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
   args.insert(args.begin(), "suite");
   return bench(dir, std::move(args));
 }
 
-#define SKIP_WITHOUT_CLI() \
-  if (std::string(VMSTORE_CLI_PATH).empty()) GTEST_SKIP() << "the CLI is not built"
-
 TEST(BenchSuiteMemoryBound, BadValuesAreUsageErrors) {
   SKIP_WITHOUT_CLI();
   vmsunit::ScratchDir dir;
   const std::string out = "--out=" + dir.file("never");
-  struct Case {
-    std::vector<std::string> args;
-    std::string says;
-  } cases[] = {
-      {{"--memory-bound=sometimes", out}, "--memory-bound=sometimes: use cgroup, unbounded or both"},
-      {{"--memory-allowance=lots", out}, "--memory-allowance=lots: not a size"},
-      {{"--memory-allowance=100K", out}, "must be at least"},
-      {{"--memory-allowance=2T", out}, "--memory-allowance: at most 1T"},
-      {{"--cases=lookup-oom,nope", out}, "unknown case 'nope'"},
-  };
-  for (const Case& c : cases) {
-    CliRun run = suite(dir, c.args);
-    EXPECT_EQ(run.result.exitCode, 2) << c.args[0] << ": " << run.err;
-    EXPECT_NE(run.err.find(c.says), std::string::npos) << c.args[0] << ": " << run.err;
-  }
+  vmsbench::expectUsageErrors(dir, {"suite"},
+                              {
+                                  {{"--memory-bound=sometimes", out}, "--memory-bound=sometimes: use cgroup, unbounded or both"},
+                                  {{"--memory-allowance=lots", out}, "--memory-allowance=lots: not a size"},
+                                  {{"--memory-allowance=100K", out}, "must be at least"},
+                                  {{"--memory-allowance=2T", out}, "--memory-allowance: at most 1T"},
+                                  {{"--cases=lookup-oom,nope", out}, "unknown case 'nope'"},
+                              });
   EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run wrote results";
 }
 
@@ -88,20 +47,13 @@ TEST(BenchOptions, BadScanLengthAndWarmupAreUsageErrors) {
   SKIP_WITHOUT_CLI();
   vmsunit::ScratchDir dir;
   const std::string db = "--dir=" + dir.file("never");
-  struct Case {
-    std::vector<std::string> args;
-    std::string says;
-  } cases[] = {
-      {{"lookup", "--scan-length=5", db}, "--scan-length is for the scan workload"},
-      {{"scan", "--scan-length=0", db}, "--scan-length=0: must be at least 1"},
-      {{"scan", "--warmup=4000", db}, "--warmup: at most 3600 seconds"},
-      {{"scan", "--warmup=soon", db}, "--warmup=soon: not a count"},
-  };
-  for (const Case& c : cases) {
-    CliRun run = bench(dir, c.args);
-    EXPECT_EQ(run.result.exitCode, 2) << c.args[1] << ": " << run.err;
-    EXPECT_NE(run.err.find(c.says), std::string::npos) << c.args[1] << ": " << run.err;
-  }
+  vmsbench::expectUsageErrors(dir, {},
+                              {
+                                  {{"lookup", "--scan-length=5", db}, "--scan-length is for the scan workload"},
+                                  {{"scan", "--scan-length=0", db}, "--scan-length=0: must be at least 1"},
+                                  {{"scan", "--warmup=4000", db}, "--warmup: at most 3600 seconds"},
+                                  {{"scan", "--warmup=soon", db}, "--warmup=soon: not a count"},
+                              });
   EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run made a database";
 }
 

@@ -6,20 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "child_run.hpp"
+#include "bench_cli.hpp"
 #include "engine.hpp"
-#include "unit_util.hpp"
 #include "values/values_bench.hpp"
-
-#ifndef VMSTORE_CLI_PATH
-#define VMSTORE_CLI_PATH ""
-#endif
 
 namespace vmstore::bench::values {
 namespace {
@@ -145,27 +138,12 @@ TEST(BenchValues, BadSpecsAreInvalidArgument) {
 
 // ---- through the CLI ---------------------------------------------------------------
 
-struct CliRun {
-  ChildResult result;
-  std::string err;
-};
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using vmsbench::CliRun;
+using vmsbench::readAll;
 
 CliRun values(const vmsunit::ScratchDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), {VMSTORE_CLI_PATH, "bench", "values"});
-  CliRun run;
-  std::string why;
-  const std::string errPath = dir.file("stderr.txt");
-  run.result = runChild(args, errPath, nullptr, &why);
-  EXPECT_TRUE(run.result.started) << why;
-  run.err = readAll(errPath);
-  return run;
+  args.insert(args.begin(), "values");
+  return vmsbench::bench(dir, std::move(args));
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -173,9 +151,6 @@ size_t count(const std::string& text, const std::string& what) {
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
 }
-
-#define SKIP_WITHOUT_CLI() \
-  if (std::string(VMSTORE_CLI_PATH).empty()) GTEST_SKIP() << "the CLI is not built"
 
 TEST(BenchValuesCli, TinyRunOnEveryEngine) {
   SKIP_WITHOUT_CLI();
@@ -216,10 +191,7 @@ TEST(BenchValuesCli, BadOptionsAreUsageErrors) {
   SKIP_WITHOUT_CLI();
   vmsunit::ScratchDir dir;
   const std::string out = "--out=" + dir.file("never");
-  struct Case {
-    std::vector<std::string> args;
-    std::string says;
-  } cases[] = {
+  std::vector<vmsbench::UsageCase> cases = {
       {{"--value-sizes=12"}, "--value-sizes: 12 is below the smallest value measured, 64 bytes"},
       {{"--value-sizes=2G"}, "--value-sizes: 2G is over 1G"},
       {{"--value-sizes=big"}, "--value-sizes: 'big' is not a size"},
@@ -239,14 +211,8 @@ TEST(BenchValuesCli, BadOptionsAreUsageErrors) {
       {{"--dir=/tmp/x"}, "--dir and --child go together"},
       {{"--zero-copy", "--engines=lmdb"}, "--zero-copy measures vmstore's Tree::getView: --engines must be vmstore"},
   };
-  for (const Case& c : cases) {
-    std::vector<std::string> args = c.args;
-    args.push_back(out);
-    CliRun run = values(dir, args);
-    EXPECT_EQ(run.result.exitCode, 2) << c.args[0] << ": " << run.err;
-    EXPECT_NE(run.err.find(c.says), std::string::npos) << c.args[0] << ": " << run.err;
-    EXPECT_NE(run.err.find("usage: vmstore bench"), std::string::npos) << run.err;
-  }
+  for (vmsbench::UsageCase& c : cases) c.args.push_back(out);
+  vmsbench::expectUsageErrors(dir, {"values"}, cases);
   EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run wrote results";
 }
 
