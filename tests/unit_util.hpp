@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -59,6 +60,16 @@ class ZeroBuffer {
   char* data_;
   size_t size_;
 };
+
+// The code of the StorageError fn throws (kOk when it throws none).
+inline vmstore::Status::Code codeOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const vmstore::internal::StorageError& e) {
+    return e.status().code();
+  }
+  return vmstore::Status::Code::kOk;
+}
 
 // The largest value most tests use: one that takes a page of its own (the limit before
 // variable-size pages). Values beyond it have tests of their own.

@@ -160,15 +160,7 @@ unsigned heightOf(BufferManager& bm, uint64_t root) {
   }
 }
 
-Code codeOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const StorageError& e) {
-    return e.status().code();
-  }
-  return Code::kOk;
-}
-
+using vmsunit::codeOf;
 TEST(BTree, EmptyTree) {
   BufferEnv env(treePool());
   BTree t(*env.bm, BTree::create(*env.bm));

@@ -77,15 +77,7 @@ std::vector<uint64_t> allocStamped(BufferManager& bm, size_t n) {
   return pids;
 }
 
-Code codeOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const StorageError& e) {
-    return e.status().code();
-  }
-  return Code::kOk;
-}
-
+using vmsunit::codeOf;
 bool isEvicted(BufferManager& bm, uint64_t pid) {
   return PageState::stateOf(bm.state(pid).load()) == PageState::kEvicted;
 }

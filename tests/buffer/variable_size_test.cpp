@@ -71,15 +71,7 @@ bool hasFill(const Page* p, uint64_t pages, uint64_t seed) {
   return true;
 }
 
-Code codeOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const StorageError& e) {
-    return e.status().code();
-  }
-  return Code::kOk;
-}
-
+using vmsunit::codeOf;
 TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
