@@ -38,6 +38,27 @@ std::string makeValue(uint64_t seed, size_t n) {
   return v;
 }
 
+// Whether v is makeValue(seed, v.size()), checked in place (no allocation).
+bool isValue(std::string_view v, uint64_t seed) {
+  size_t words = v.size() / 8;
+  for (size_t i = 0; i < words; i++) {
+    uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);
+    if (std::memcmp(v.data() + i * 8, &x, 8) != 0) return false;
+  }
+  for (size_t i = words * 8; i < v.size(); i++) {
+    if (v[i] != static_cast<char>(seed + i)) return false;
+  }
+  return true;
+}
+
+// AddressSanitizer keeps freed memory in quarantine and never gives back the shadow of
+// pool pages once touched: a process's RSS says nothing about the pool there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+
 uint64_t fileBytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   return f ? static_cast<uint64_t>(f.tellg()) : 0;
@@ -178,8 +199,9 @@ TEST(LargeValues, ResidentMemoryStaysWithinThePool) {
   Rng rng(10);
   for (int r = 0; r < 3 * n; r++) {
     int i = static_cast<int>(rng.uniform(0, n - 1));
-    VMS_ASSERT_OK(t->get("v" + std::to_string(i), &got));
-    ASSERT_TRUE(got == makeValue(i, len)) << i;
+    VMS_ASSERT_OK(t->get("v" + std::to_string(i), &got));  // into got's reserved buffer
+    ASSERT_EQ(got.size(), len);
+    ASSERT_TRUE(isValue(got, i)) << i;
     peak = std::max(peak, residentBytes());
   }
   vmstore::Stats s = db->stats();
@@ -188,7 +210,9 @@ TEST(LargeValues, ResidentMemoryStaysWithinThePool) {
   // (plus the test's own value buffer) would mean frames outside the budget.
   std::fprintf(stderr, "[ rss ] base %llu MiB, peak %llu MiB, pool 64 MiB\n",
                static_cast<unsigned long long>(base >> 20), static_cast<unsigned long long>(peak >> 20));
-  EXPECT_LE(peak, base + (64ull << 20) + (16ull << 20));
+  if (kRssMeaningful) {
+    EXPECT_LE(peak, base + (64ull << 20) + (16ull << 20));
+  }
   EXPECT_GT(s.evictions, 0u);
   VMS_ASSERT_OK(db->close());
 }
