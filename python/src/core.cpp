@@ -417,7 +417,7 @@ class TreeCore {
       vmstore::ValueView view;
       ~Held() {
         view.release();
-        shared->views.fetch_sub(1);
+        if (shared) shared->views.fetch_sub(1);  // unset when the call never ran (closed)
       }
     };
     auto held = std::make_unique<Held>();

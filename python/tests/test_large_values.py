@@ -93,3 +93,12 @@ def test_close_refuses_while_a_view_is_held(db_path):
     mv.release()
     db.close()
     assert db.closed
+
+
+def test_view_after_close_is_closed_error(db_path):
+    db = vmstore.open(db_path, pool_size="16M")
+    tree = db.tree()
+    tree[b"k"] = b"v"
+    db.close()
+    with pytest.raises(vmstore.ClosedError):
+        tree.view(b"k")
