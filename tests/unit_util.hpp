@@ -23,6 +23,7 @@
 
 #include "buffer/buffer_manager.hpp"
 #include "os/data_file.hpp"
+#include "policy/registry.hpp"
 
 #ifndef VMSTORE_TEST_TMPDIR
 #error "VMSTORE_TEST_TMPDIR must name a scratch directory"
@@ -152,6 +153,9 @@ struct BufferEnv {
     vmstore::Status st = file.open(dir.file("data.vms"), true);
     if (!st.ok()) throw std::runtime_error("cannot open data file: " + st.toString());
     bm = std::make_unique<vmstore::internal::BufferManager>(&file, poolPages, maxPages, 1);
+    // The suite's policy (VMSTORE_TEST_POLICY, tests/test_main.cpp), even clock as an object.
+    const std::string& policy = vmstore::internal::defaultPolicyOverride();
+    if (!policy.empty()) bm->setPolicy(vmstore::internal::makePolicy(policy, poolPages, maxPages));
   }
   ~BufferEnv() {
     bm.reset();

@@ -65,6 +65,10 @@ int cmdStats(int argc, char** argv) {
   line("restarts", st.restarts);
   line("release_calls", st.release_calls);
   line("read_ahead_pages", st.read_ahead_pages);
+  line("victim_ns", st.victim_ns);
+  line("victims_kept", st.victims_kept);
+  line("policy_bytes", st.policy_bytes);
+  line("resident_set_bytes", st.resident_set_bytes);
   line("tlb_shootdowns", st.tlb_shootdowns);
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "vmstore/status.hpp"
@@ -47,6 +48,16 @@ enum class IoMode {
   kSync,
 };
 
+// The structure that records which pages are in memory (what the clock walks).
+enum class ResidentSetType {
+  // An open-addressing hash table sized by the pool (the vmcache paper's): 16 to 32
+  // bytes per pool page, whatever the data size.
+  kHash,
+  // One bit per page id of the data file (an atomic bitmap): data size / 32768 bytes,
+  // and the clock sweeps the file in order.
+  kBitmap,
+};
+
 struct Options {
   // Memory budget of the buffer pool in bytes: resident pages never exceed it.
   // Default 1 GiB; minimum 1 MiB (256 pages); rounded down to whole 4 KiB pages.
@@ -83,6 +94,13 @@ struct Options {
   // and doubles with each leaf). 0: no read-ahead. Config read_ahead=N, 0 .. 256.
   // Default 32.
   uint32_t read_ahead = 32;
+  // The page-replacement policy: which pages leave the pool when it is full. Config
+  // policy=NAME, one of clock, fifo, lru, lru2, 2q, slru, arc, random, gclock, lfuda,
+  // leanstore, s3fifo, sieve (docs/POLICIES.md says what each does and what it costs).
+  // Default clock, the only one whose hits cost nothing extra.
+  std::string policy = "clock";
+  // Config resident_set=hash|bitmap. Default hash.
+  ResidentSetType resident_set = ResidentSetType::kHash;
 
   static Status parse(std::string_view config, Options* out);
 };

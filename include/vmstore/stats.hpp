@@ -17,6 +17,13 @@ struct Stats {
   uint64_t restarts = 0;       // optimistic operations that failed validation and retried
   uint64_t release_calls = 0;  // system calls that removed pages from the page table
   uint64_t read_ahead_pages = 0;  // of the misses, pages scans read ahead of need
+  // Replacement (config policy, resident_set): time spent choosing eviction candidates
+  // (the clock's sweep or the policy's choice), candidates that were in use and stayed,
+  // and the memory the policy's and the resident set's structures take now.
+  uint64_t victim_ns = 0;
+  uint64_t victims_kept = 0;
+  uint64_t policy_bytes = 0;
+  uint64_t resident_set_bytes = 0;
   // TLB shootdown interrupts on this machine since open, every process's (the "TLB:"
   // row of /proc/interrupts; 0 where it is missing). Divided by evictions: the
   // shootdowns an eviction costs, while this database is what runs.

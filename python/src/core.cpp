@@ -787,6 +787,10 @@ class DbCore {
     d["restarts"] = s.restarts;
     d["release_calls"] = s.release_calls;
     d["read_ahead_pages"] = s.read_ahead_pages;
+    d["victim_ns"] = s.victim_ns;
+    d["victims_kept"] = s.victims_kept;
+    d["policy_bytes"] = s.policy_bytes;
+    d["resident_set_bytes"] = s.resident_set_bytes;
     d["tlb_shootdowns"] = s.tlb_shootdowns;
     d["pool_pages"] = s.pool_pages;
     d["resident_pages"] = s.resident_pages;

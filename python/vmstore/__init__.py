@@ -304,8 +304,11 @@ class Database:
     def stats(self) -> dict:
         """The engine's counters as a dict of ints: ``hits``, ``misses``, ``evictions``,
         ``pages_written``, ``restarts``, ``release_calls``, ``read_ahead_pages`` (of the
-        misses, pages scans read ahead), ``tlb_shootdowns`` (the machine's, since open;
-        events since open), and
+        misses, pages scans read ahead), ``victim_ns`` and ``victims_kept`` (time spent
+        choosing eviction candidates; candidates in use that stayed), ``tlb_shootdowns``
+        (the machine's, since open; events since open), ``policy_bytes`` and
+        ``resident_set_bytes`` (what the replacement policy's and the resident set's
+        structures take now), and
         ``pool_pages``, ``resident_pages``, ``page_count``, ``free_pages``,
         ``file_bytes``, ``trees`` (state now)."""
         return self._core.stats()

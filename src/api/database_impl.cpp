@@ -7,12 +7,14 @@
 #include <exception>
 #include <filesystem>
 #include <new>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
 #include "api/validate.hpp"
 #include "os/io.hpp"
 #include "os/memory.hpp"
+#include "policy/registry.hpp"
 #include "task/cooperative.hpp"
 #include "vmstore/limits.hpp"
 
@@ -46,6 +48,8 @@ Status guarded(Fn&& fn) {
   } catch (const std::system_error& e) {
     if (e.code().value() == ENOMEM) return Status::NoMemory(e.what());
     return Status::IOError(e.what());
+  } catch (const std::invalid_argument& e) {  // an Options value nothing parsed (an unknown policy)
+    return Status::InvalidArgument(e.what());
   }
 }
 
@@ -97,7 +101,16 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   }
   if (s.ok()) {
     s = guarded([&] {
-      db->bm_ = std::make_unique<BufferManager>(&db->file_, poolPages, maxPages, 1);
+      db->bm_ = std::make_unique<BufferManager>(
+          &db->file_, poolPages, maxPages, 1,
+          options.resident_set == ResidentSetType::kBitmap ? ResidentSetKind::kBitmap : ResidentSetKind::kHash);
+      // clock is the buffer manager's own (over page-state marks, no hit hook).
+      // (The test suite's override runs even clock as a Policy object, via the hooks.)
+      if (options.policy != "clock") {
+        db->bm_->setPolicy(makePolicy(options.policy, poolPages, maxPages));
+      } else if (!defaultPolicyOverride().empty()) {
+        db->bm_->setPolicy(makePolicy(defaultPolicyOverride(), poolPages, maxPages));
+      }
       return Status::OK();
     });
   }

@@ -1,5 +1,7 @@
 #include "vmstore/options.hpp"
 
+#include "policy/registry.hpp"
+
 #include <string>
 
 namespace vmstore {
@@ -126,6 +128,22 @@ Status Options::parse(std::string_view config, Options* out) {
                                        std::to_string(kMaxReadAhead));
       }
       o.read_ahead = static_cast<uint32_t>(pages);
+    } else if (key == "policy") {
+      if (internal::policySummary(std::string(value)).empty()) {
+        std::string known;
+        for (const std::string& n : internal::policyNames()) known += (known.empty() ? "" : ", ") + n;
+        return Status::InvalidArgument("config policy='" + std::string(value) + "' is not a replacement policy (known: " +
+                                       known + ")");
+      }
+      o.policy = std::string(value);
+    } else if (key == "resident_set") {
+      if (value == "hash") {
+        o.resident_set = ResidentSetType::kHash;
+      } else if (value == "bitmap") {
+        o.resident_set = ResidentSetType::kBitmap;
+      } else {
+        return Status::InvalidArgument("config resident_set='" + std::string(value) + "' is not hash or bitmap");
+      }
     } else if (key == "log_size") {
       uint64_t size;
       if (!parseSize(value, &size)) {
@@ -139,7 +157,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io, page_provider, read_ahead)");
+                                     "log_size, direct_io, io, page_provider, read_ahead, policy, resident_set)");
     }
   }
   *out = o;

@@ -1,6 +1,7 @@
 #include "buffer/buffer_manager.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <string>
@@ -24,8 +25,8 @@ uint64_t tailAreaPages(uint64_t maxPages) { return ((maxPages + 63) / 64 * 8 + k
 
 }  // namespace
 
-BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages,
-                             uint64_t pageCount)
+BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages, uint64_t pageCount,
+                             ResidentSetKind residentKind)
     : file_(file),
       poolPages_(poolPages),
       maxPages_(maxPages),
@@ -35,7 +36,7 @@ BufferManager::BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPag
       tailArea_(tailAreaPages(maxPages), 0),
       tails_(reinterpret_cast<std::atomic<uint64_t>*>(tailArea_.base())),
       pageCount_(pageCount),
-      resident_(poolPages),
+      resident_(residentKind, poolPages, maxPages),
       fileStore_(file),
       store_(&fileStore_) {
   stateArea_.adviseHugePages();  // every access reads a state: fewer TLB misses on them
@@ -131,6 +132,7 @@ Page* BufferManager::fixX(uint64_t pid) {
       case PageState::kMarked:
         if (ps.tryLockX(w)) {
           counters_.add(Counter::kHits);
+          if (hitHook_) noteHit(pid);
           return pageAt(pid);
         }
         break;
@@ -156,7 +158,10 @@ Page* BufferManager::fixS(uint64_t pid, uint64_t pages) {
     } else if (s == PageState::kLocked || s == PageState::kMaxShared) {
       ps.waitChange(w);
     } else if (ps.tryLockS(w)) {
-      if (!missed) counters_.add(Counter::kHits);
+      if (!missed) {
+        counters_.add(Counter::kHits);
+        if (hitHook_) noteHit(pid);
+      }
       return pageAt(pid);
     }
   }
@@ -169,7 +174,10 @@ uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
     uint64_t w = ps.load();
     uint64_t s = PageState::stateOf(w);
     if (s <= PageState::kMaxShared) {
-      if (!missed) counters_.add(Counter::kHits);
+      if (!missed) {
+        counters_.add(Counter::kHits);
+        if (hitHook_) noteHit(pid);
+      }
       return w;
     }
     if (s == PageState::kMarked) {
@@ -211,7 +219,7 @@ void BufferManager::readInLocked(uint64_t pid, uint64_t pages) {
     throw StorageError(st);
   }
   if (pages > 1) markTails(pid, pages, true);  // already set if it was allocated since open
-  resident_.insert(pid);
+  residentAdd(pid);
   counters_.add(Counter::kMisses);
 }
 
@@ -324,10 +332,29 @@ void BufferManager::reserveFrame(bool forRead) {
   }
 }
 
-void BufferManager::evictBatch(bool byProvider) {
-  std::vector<uint64_t> clean;
-  std::vector<uint64_t> dirty;
-  // (1) clock: mark unlocked pages, collect marked ones; shared-lock the dirty ones.
+void BufferManager::setPolicy(std::unique_ptr<Policy> policy) {
+  policy_ = std::move(policy);
+  hitHook_ = (policy_ && policy_->tracksHits()) || listener_ != nullptr;
+}
+
+void BufferManager::setAccessListener(AccessListener* listener) {
+  listener_ = listener;
+  hitHook_ = (policy_ && policy_->tracksHits()) || listener_ != nullptr;
+}
+
+void BufferManager::residentAdd(uint64_t pid) {
+  resident_.insert(pid);
+  if (policy_) policy_->admit(pid);
+  if (listener_) listener_->onAccess(pid, true);
+}
+
+void BufferManager::residentDrop(uint64_t pid) {
+  resident_.remove(pid);
+  if (policy_) policy_->removed(pid);
+}
+
+void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty) {
+  // Mark unlocked pages, collect marked ones; shared-lock the dirty ones.
   uint64_t scanned = 0;
   const uint64_t step = 256;
   while (clean.size() + dirty.size() < kEvictBatch && scanned < resident_.capacity()) {
@@ -348,26 +375,78 @@ void BufferManager::evictBatch(bool byProvider) {
     });
     scanned += step;
   }
+}
+
+void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty) {
+  // The policy's choice. A page locked or in use now is kept (to the policy, a
+  // reference). Nobody marks pages under a policy: an unlocked page is evictable.
+  uint64_t offered[kEvictBatch];
+  size_t n = policy_->victims(kEvictBatch, offered);
+  uint64_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t pid = offered[i];
+    PageState& ps = state(pid);
+    uint64_t w = ps.load();
+    uint64_t s = PageState::stateOf(w);
+    bool taken = false;
+    if (s == PageState::kUnlocked || s == PageState::kMarked) {
+      if (!isDirty(pageAt(pid))) {
+        clean.push_back(pid);
+        taken = true;
+      } else if (ps.tryLockS(w)) {
+        dirty.push_back(pid);
+        taken = true;
+      }
+    }
+    if (!taken) {
+      policy_->kept(pid);
+      kept++;
+    }
+  }
+  if (kept) counters_.add(Counter::kVictimsKept, kept);
+}
+
+void BufferManager::evictBatch(bool byProvider) {
+  std::vector<uint64_t> clean;
+  std::vector<uint64_t> dirty;
+  // (1) choose candidates: the clock, or the policy.
+  auto chooseStart = std::chrono::steady_clock::now();
+  if (policy_) {
+    policyCandidates(clean, dirty);
+  } else {
+    clockCandidates(clean, dirty);
+  }
+  counters_.add(Counter::kVictimNanos,
+                static_cast<uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - chooseStart).count()));
   // (2) write the dirty ones, as one batch. If that fails (full disk, I/O error), evict
   // only the clean ones: reads must go on; the error surfaces only if nothing was evicted.
   Status st = writePages(dirty);
   if (!st.ok()) {
-    for (uint64_t pid : dirty) state(pid).unlockS();
+    for (uint64_t pid : dirty) {
+      state(pid).unlockS();
+      if (policy_) policy_->kept(pid);
+    }
     dirty.clear();
     writeBackFailing_.store(true, std::memory_order_relaxed);
   }
   // (3) lock all exclusively; skip any page somebody touched meanwhile.
   std::vector<uint64_t> locked;
   locked.reserve(clean.size() + dirty.size());
+  // Under the clock, "touched" is a cleared mark; under a policy, any lock.
   for (uint64_t pid : clean) {
     PageState& ps = state(pid);
     uint64_t w = ps.load();
-    if (PageState::stateOf(w) == PageState::kMarked && ps.tryLockX(w)) {
-      if (isDirty(pageAt(pid))) {
-        ps.unlockX();
-      } else {
-        locked.push_back(pid);
-      }
+    uint64_t s = PageState::stateOf(w);
+    bool ok = (s == PageState::kMarked || (policy_ && s == PageState::kUnlocked)) && ps.tryLockX(w);
+    if (ok && isDirty(pageAt(pid))) {
+      ps.unlockX();
+      ok = false;
+    }
+    if (ok) {
+      locked.push_back(pid);
+    } else if (policy_) {
+      policy_->kept(pid);
     }
   }
   for (uint64_t pid : dirty) {
@@ -375,6 +454,7 @@ void BufferManager::evictBatch(bool byProvider) {
       locked.push_back(pid);
     } else {
       state(pid).unlockS();
+      if (policy_) policy_->kept(pid);
     }
   }
   if (locked.empty()) {
@@ -400,6 +480,7 @@ void BufferManager::evictBatch(bool byProvider) {
   // (5) forget them and unlock them as evicted (new version: optimistic readers restart).
   for (uint64_t pid : locked) {
     resident_.remove(pid);
+    if (policy_) policy_->evicted(pid);
     state(pid).unlockXEvicted();
   }
   physUsed_.fetch_sub(frames, std::memory_order_relaxed);
@@ -575,11 +656,14 @@ Page* BufferManager::allocPage(PageKind kind) {
           freeSpace_.push(pid);
           throw;
         }
-        resident_.insert(pid);
+        residentAdd(pid);
         break;
       }
     } else if (s == PageState::kUnlocked || s == PageState::kMarked) {
-      if (ps.tryLockX(w)) break;  // a freed page still in memory: reuse its frame
+      if (ps.tryLockX(w)) {  // a freed page still in memory: reuse its frame
+        if (hitHook_) noteHit(pid);
+        break;
+      }
     } else {
       ps.waitChange(w);
     }
@@ -650,7 +734,7 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages) {
   std::vector<uint64_t> wasResident;
   for (uint64_t i = 0; i < pages; i++) {
     if (lockFreePage(pid + i)) {
-      resident_.remove(pid + i);
+      residentDrop(pid + i);
       wasResident.push_back(pid + i);
     }
   }
@@ -667,7 +751,7 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages) {
   for (uint64_t r : wasResident) std::memset(pageAt(r), 0, kPageSize);
   markTails(pid, pages, true);
   for (uint64_t i = 1; i < pages; i++) state(pid + i).unlockXEvicted();  // never fixed alone
-  resident_.insert(pid);
+  residentAdd(pid);
   Page* p = pageAt(pid);
   std::memset(p, 0, sizeof(PageHeader));
   p->header.kind = kind;
@@ -689,7 +773,7 @@ void BufferManager::freeSpan(uint64_t pid, uint64_t pages) {
       throw;
     }
     __atomic_store_n(&p->header.dirty, 0, __ATOMIC_RELAXED);  // its content is dead
-    resident_.remove(pid);
+    residentDrop(pid);
     releaseFrame(pid, pages);
   }
   markTails(pid, pages, false);
@@ -724,6 +808,10 @@ void BufferManager::fillStats(Stats* s) const {
   s->restarts = counters_.sum(Counter::kRestarts);
   s->release_calls = counters_.sum(Counter::kReleaseCalls);
   s->read_ahead_pages = counters_.sum(Counter::kReadAheadPages);
+  s->victim_ns = counters_.sum(Counter::kVictimNanos);
+  s->victims_kept = counters_.sum(Counter::kVictimsKept);
+  s->policy_bytes = policy_ ? policy_->memoryBytes() : 0;
+  s->resident_set_bytes = resident_.memoryBytes();
   s->pool_pages = poolPages_;
   s->resident_pages = residentPages();
   s->page_count = pageCount();

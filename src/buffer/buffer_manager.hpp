@@ -17,6 +17,19 @@
 //   pages) in batches, so that a miss rarely evicts inline. A miss that finds fewer free
 //   frames than that wakes it; only a miss that finds none evicts itself. Without it (or
 //   before it is started) a miss that finds the pool nearly full evicts a batch itself.
+// - Replacement policy (issue 10): by default the clock below, run over the page-state
+//   mark, which costs a hit nothing (an access only clears a mark, in the slow path).
+//   setPolicy(p) (before use) replaces it with any Policy (src/policy/policy.hpp): the
+//   buffer manager then calls p->hit on every hit (optimistic ones included), p->admit
+//   when a page becomes resident (read in, read ahead, allocated), p->removed when a
+//   resident page leaves other than by eviction (a freed variable-size page), and
+//   evicts the candidates p->victims offers, answering each with p->evicted or p->kept
+//   (locked, in use, or touched between choice and lock). The resident set remains the
+//   record of what is in memory (flush, checks); resident_set=hash|bitmap picks its
+//   structure (resident_pages.hpp). Time spent choosing victims is counted.
+// - setAccessListener(l) (before use): every access is also reported to l (page-reference
+//   traces, access_listener.hpp). Hits call a hook only when a policy or a listener
+//   needs them: one predictable branch on the hit path otherwise.
 // - Eviction (evictBatch) follows the paper's five steps: clock over the resident set
 //   marks pages and collects marked ones (dirty ones shared-locked), writes the dirty
 //   ones, locks them all exclusively (skipping any touched meanwhile), releases them
@@ -81,10 +94,12 @@
 #include "buffer/free_space.hpp"
 #include "buffer/page.hpp"
 #include "buffer/page_store.hpp"
-#include "buffer/resident_set.hpp"
+#include "buffer/access_listener.hpp"
+#include "buffer/resident_pages.hpp"
 #include "buffer/snapshot_copies.hpp"
 #include "os/data_file.hpp"
 #include "os/vm_area.hpp"
+#include "policy/policy.hpp"
 #include "sync/page_state.hpp"
 #include "vmstore/stats.hpp"
 
@@ -97,7 +112,8 @@ class BufferManager {
 
   // file: the data file (it need not be open yet). pageCount: pages it holds (ids
   // 0..pageCount-1). Throws std::system_error when the address space cannot be reserved.
-  BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages, uint64_t pageCount);
+  BufferManager(DataFile* file, uint64_t poolPages, uint64_t maxPages, uint64_t pageCount,
+                ResidentSetKind residentKind = ResidentSetKind::kHash);
   ~BufferManager();
   BufferManager(const BufferManager&) = delete;
   BufferManager& operator=(const BufferManager&) = delete;
@@ -122,6 +138,7 @@ class BufferManager {
     uint64_t w = state(pid).load();
     if (PageState::stateOf(w) <= PageState::kMaxShared) [[likely]] {
       counters_.add(Counter::kHits);
+      if (hitHook_) [[unlikely]] noteHit(pid);
       return w;
     }
     return optimisticBeginSlow(pid);
@@ -244,6 +261,15 @@ class BufferManager {
   // Where pages go from now on (nullptr: the data file in place). Set before use.
   void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
 
+  // The replacement policy (see the contract); nullptr: the built-in clock. Before use.
+  void setPolicy(std::unique_ptr<Policy> policy);
+  const char* policyName() const { return policy_ ? policy_->name() : "clock"; }
+  Policy* policy() const { return policy_.get(); }
+  // Every access reported to `listener` too (nullptr: none). Before use.
+  void setAccessListener(AccessListener* listener);
+  ResidentSetKind residentSetKind() const { return resident_.kind(); }
+  uint64_t residentSetBytes() const { return resident_.memoryBytes(); }
+
   FreeSpace& freeSpace() { return freeSpace_; }
   Counters& counters() { return counters_; }
   void countRestart() { counters_.add(Counter::kRestarts); }
@@ -261,6 +287,17 @@ class BufferManager {
 
  private:
   [[noreturn]] void throwNoSuchPage(uint64_t pid) const;
+  // A hit, for the policy and the listener (only called when hitHook_).
+  void noteHit(uint64_t pid) noexcept {
+    if (policy_) policy_->hit(pid);
+    if (listener_) listener_->onAccess(pid, false);
+  }
+  // pid became resident (the resident set, the policy, the listener) / left it.
+  void residentAdd(uint64_t pid);
+  void residentDrop(uint64_t pid);
+  // Step (1) of an eviction: candidates by clock or by the policy.
+  void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty);
+  void policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty);
   uint64_t optimisticBeginSlow(uint64_t pid);
   void reserveFrame(bool forRead);
   void reserveFrames(uint64_t n, bool forRead);  // all or none
@@ -301,7 +338,10 @@ class BufferManager {
   std::mutex growMutex_;
   // What every miss writes, each on a cache line of its own, apart from what hits read.
   alignas(64) std::atomic<uint64_t> physUsed_{0};
-  alignas(64) ResidentSet resident_;  // its clock hand is on a line of its own too
+  alignas(64) ResidentPages resident_;  // its clock hand is on a line of its own too
+  std::unique_ptr<Policy> policy_;       // nullptr: the clock over page-state marks
+  AccessListener* listener_ = nullptr;
+  bool hitHook_ = false;                 // policy_ tracks hits, or listener_ is set
   alignas(64) std::mutex evictMutex_;
   FreeSpace freeSpace_;
   Counters counters_;

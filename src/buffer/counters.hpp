@@ -21,6 +21,8 @@ namespace vmstore::internal {
 
 // kProviderEvictions: the part of kEvictions the page provider did (the rest was inline).
 // kReadAheadPages: the part of kMisses read ahead of need (BufferManager::readAhead).
+// kVictimNanos: time spent choosing eviction candidates (clock sweep or the policy's
+// victims()); kVictimsKept: candidates that could not be evicted (in use).
 enum class Counter : int {
   kHits,
   kMisses,
@@ -30,6 +32,8 @@ enum class Counter : int {
   kReleaseCalls,
   kProviderEvictions,
   kReadAheadPages,
+  kVictimNanos,
+  kVictimsKept,
   kCount
 };
 

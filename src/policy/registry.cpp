@@ -24,7 +24,15 @@ const Entry kPolicies[] = {
     {"clock", "second chance: a hand clears reference bits and evicts the first page found without one", make<ClockPolicy>},
 };
 
+std::string& overrideName() {
+  static std::string name;
+  return name;
+}
+
 }  // namespace
+
+void setDefaultPolicyOverride(const std::string& name) { overrideName() = name; }
+const std::string& defaultPolicyOverride() { return overrideName(); }
 
 std::unique_ptr<Policy> makePolicy(const std::string& name, uint64_t poolPages, uint64_t maxPages) {
   for (const Entry& e : kPolicies) {

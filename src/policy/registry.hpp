@@ -10,6 +10,11 @@
 //   (BufferManager contract) without a hook on the hit path.
 // - policySummary(name): one line on what the policy does (for `vmstore sim --help` and
 //   error messages); empty for an unknown name.
+// - For the test suite only (tests/test_main.cpp, VMSTORE_TEST_POLICY): after
+//   setDefaultPolicyOverride(name), every database opened with the default policy
+//   (clock) runs the Policy object `name` instead (for "clock": ClockPolicy through the
+//   generic hooks rather than the built-in clock), so the suite can run under any policy.
+//   defaultPolicyOverride() is "" when none is set. Set it before opening databases.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +29,7 @@ namespace vmstore::internal {
 std::unique_ptr<Policy> makePolicy(const std::string& name, uint64_t poolPages, uint64_t maxPages);
 std::vector<std::string> policyNames();
 std::string policySummary(const std::string& name);
+void setDefaultPolicyOverride(const std::string& name);
+const std::string& defaultPolicyOverride();
 
 }  // namespace vmstore::internal
