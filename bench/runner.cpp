@@ -468,6 +468,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   // --warmup: the measured phase starts after the warm-up's last row.
   uint64_t txAtMeasure = 0;
   auto measureStart = start;
+  EngineStats atMeasure = atStart;
   for (uint64_t sec = 1; !stop.load(); ++sec) {
     auto next = start + std::chrono::seconds(sec);
     if (next > end) next = end;
@@ -483,7 +484,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     rows << sec << ',' << tx - prevTx << ','
          << fixed((st.bytesRead - prev.bytesRead) / kMiB / dt, 1) << ','
          << fixed((st.bytesWritten - prev.bytesWritten) / kMiB / dt, 1) << ','
-         << st.pageMisses - prev.pageMisses << ',' << st.evictions - prev.evictions << ','
+         << st.pageHits - prev.pageHits << ',' << st.pageMisses - prev.pageMisses << ','
+         << st.evictions - prev.evictions << ',' << fixed((st.victimNanos - prev.victimNanos) / 1e6, 1) << ','
          << (tlb >= prevTlb ? tlb - prevTlb : 0) << ',' << opts.engine << ',' << opts.workload
          << ',' << opts.threads << ',' << durabilityName(opts.durability) << '\n'
          << std::flush;
@@ -494,6 +496,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     if (sec == opts.warmup) {
       txAtMeasure = tx;
       measureStart = now;
+      atMeasure = st;
     }
   }
   result.measuredSeconds = secondsSince(measureStart);
@@ -534,7 +537,16 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"seconds\":" << fixed(result.measuredSeconds, 3)
        << ",\"warmup_s\":" << opts.warmup
        << ",\"close_s\":" << fixed(closeSeconds, 3)
+       << ",\"page_hits\":" << result.stats.pageHits
        << ",\"page_misses\":" << result.stats.pageMisses
+       // The measured phase's: page accesses that hit, and time spent choosing victims.
+       << ",\"hit_rate\":"
+       << fixed(static_cast<double>(since(prev.pageHits, atMeasure.pageHits)) /
+                    std::max<uint64_t>(1, since(prev.pageHits, atMeasure.pageHits) +
+                                              since(prev.pageMisses, atMeasure.pageMisses)),
+                6)
+       << ",\"victim_ms\":" << fixed(since(prev.victimNanos, atMeasure.victimNanos) / 1e6, 1)
+       << ",\"data_bytes\":" << result.stats.dataBytes
        << ",\"evictions\":" << result.stats.evictions
        << ",\"bytes_read\":" << result.stats.bytesRead
        << ",\"bytes_written\":" << result.stats.bytesWritten

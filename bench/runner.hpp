@@ -31,8 +31,8 @@ inline constexpr uint64_t kDefaultPoolBytes = 1ull << 30;
 
 // The CSV header of every workload run (micro-benchmarks write their own).
 inline constexpr const char* kCsvHeader =
-    "second,tx,read_mb_s,written_mb_s,page_misses,evictions,tlb_shootdowns,engine,workload,"
-    "threads,durability";
+    "second,tx,read_mb_s,written_mb_s,page_hits,page_misses,evictions,victim_ms,tlb_shootdowns,"
+    "engine,workload,threads,durability";
 
 struct RunnerIo {
   std::ostream* out = nullptr;  // CSV rows and the JSON line

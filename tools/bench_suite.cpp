@@ -102,9 +102,9 @@ std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
-// Runs bench/plot.py over the results; returns a line saying where the plots are or why
-// there are none.
-std::string plot(const std::string& outDir) {
+}  // namespace
+
+std::string runPlots(const std::string& outDir) {
   namespace fs = std::filesystem;
   std::string script;
   for (const std::string& candidate :
@@ -137,7 +137,6 @@ std::string plot(const std::string& outDir) {
   return "plots: " + std::to_string(pngs) + " PNG charts in " + where;
 }
 
-}  // namespace
 
 int cmdBenchSuite(int argc, char** argv) {
   Args args(argc, argv, 3,
@@ -420,7 +419,7 @@ int cmdBenchSuite(int argc, char** argv) {
   std::cout << "results: " << outDir << " (per-run CSV, summary.csv, results.jsonl; "
             << static_cast<int>(elapsed) << " s)\n";
   std::cout.flush();
-  std::cout << (args.has("no-plots") ? std::string("plots: skipped (--no-plots)") : plot(outDir))
+  std::cout << (args.has("no-plots") ? std::string("plots: skipped (--no-plots)") : runPlots(outDir))
             << "\n";
   if (failures != 0) {
     throw Failure(kExitFailure, std::to_string(failures) + " of " + std::to_string(total) +

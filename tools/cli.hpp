@@ -170,6 +170,10 @@ int cmdDemo(int argc, char** argv);   // demo.cpp
 int cmdBench(int argc, char** argv);       // bench.cpp: workloads and micro-benchmarks
 int cmdBenchSuite(int argc, char** argv);  // bench_suite.cpp: `vmstore bench suite`
 int cmdBenchValues(int argc, char** argv);  // bench_values.cpp: `vmstore bench values`
+int cmdBenchPolicies(int argc, char** argv);  // bench_policies.cpp: `vmstore bench policies`
+// Runs bench/plot.py over a result directory (bench_suite.cpp); returns a line saying
+// where the plots are or why there are none.
+std::string runPlots(const std::string& outDir);
 #endif
 
 // The default pool of the small commands (put/get/del/scan/stats/check).

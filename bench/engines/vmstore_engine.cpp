@@ -124,7 +124,10 @@ class VmstoreEngine : public Engine {
     EngineStats out;
     if (!db_) return out;
     const Stats s = db_->stats();
+    out.pageHits = s.hits;
     out.pageMisses = s.misses;
+    out.victimNanos = s.victim_ns;
+    out.dataBytes = s.page_count * kPageBytes;
     out.evictions = s.evictions;
     out.bytesRead = s.misses * kPageBytes;
     out.bytesWritten = s.pages_written * kPageBytes;
