@@ -69,7 +69,7 @@ define run_ctest
 endef
 
 .PHONY: all deps build build-release build-asan build-tsan test test-release test-tasks test-asan \
-        check-install python-test tsan crash-test run demo install clean
+        check-install python-test tsan crash-test test-policies run demo install clean
 
 all: build
 
@@ -142,6 +142,19 @@ crash-test: build
 	@mkdir -p $(RELEASE_DIR)/test-tmp
 	@cd $(RELEASE_DIR)/test-tmp && VMSTORE_CRASH_CYCLES=$(CRASH_CYCLES) VMSTORE_POWER_CUTS=$(POWER_CUTS) \
 	  ../vmstore_tests --gtest_filter='Crash.*:PowerLoss.*'
+
+# Every replacement policy through the buffer manager's, the model's and the
+# out-of-memory tests (VMSTORE_TEST_POLICY, tests/test_main.cpp); `make test` runs each
+# policy end to end once (tests/e2e/policies_test.cpp). POLICIES=a,b limits the list.
+POLICY_TESTS ?= BufferManager.*:VariableSizePages.*:Guards.*:Seeds/ModelTest.*:OutOfMemory.*:LargeValues.*
+test-policies: build
+	@mkdir -p $(RELEASE_DIR)/test-tmp
+	@cd $(RELEASE_DIR)/test-tmp && failed=""; \
+	for p in $$(echo "$${POLICIES:-$$(../vmstore sim --list-policies)}" | tr ',' ' '); do \
+	  echo "== policy $$p"; \
+	  VMSTORE_TEST_POLICY=$$p ../vmstore_tests --gtest_brief=1 --gtest_filter='$(POLICY_TESTS)' || failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-policies: FAILED under:$$failed"; exit 1; fi; echo "test-policies: all passed"
 
 # $(call require_cli): fail with a message when the CLI was not built.
 define require_cli

@@ -11,6 +11,7 @@ Reads every *.csv in RESULTS_DIR (not recursively) and recognises it by its head
   variant,threads,ops,...                 vm-alloc
   api,target,threads,queue_depth,...      read-io
   case,engine,...,tx_per_s,...            summary.csv of the suite
+  workload,pool_percent,...,policy,...    summary.csv of `vmstore bench policies`
 Lines that are not CSV rows of the header (e.g. the JSON line when stdout was saved) are
 skipped. Writes into RESULTS_DIR/plots/:
   throughput-CASE.png   transactions per second over time, one line per engine
@@ -20,6 +21,9 @@ skipped. Writes into RESULTS_DIR/plots/:
   page-access.png       the Table 2 ladder: ns per access, both working sets
   vm-alloc.png          page operations per second and TLB shootdowns per operation vs threads
   read-io.png           IOPS vs threads (pread) and vs queue depth (io_uring)
+  policies-WORKLOAD.png throughput and hit rate against pool size, one line per policy
+                        (OPT dashed), and hit rate against throughput (the thesis's
+                        Figures 1.29 and 1.30 side by side)
 Missing or unreadable files are skipped with a message. If matplotlib is missing, the
 script installs it (apt-get install python3-matplotlib as root when this is Debian's
 python3, else python3 -m pip install --user matplotlib) and says so on stderr.
@@ -123,6 +127,8 @@ def kind_of(header):
         return "read-io"
     if "engine" in h and "tx_per_s" in h:
         return "summary"
+    if "policy" in h and "hit_rate" in h and "pool_percent" in h:
+        return "policies"
     return None
 
 
@@ -304,6 +310,47 @@ def plot_read_io(plt, rows, outdir, written):
     plt.close(fig)
 
 
+def plot_policies(plt, rows, outdir, written):
+    by_workload = {}
+    for r in rows:
+        pct, tx, hit = to_float(r.get("pool_percent")), to_float(r.get("tx_per_s")), to_float(r.get("hit_rate"))
+        if pct is None or tx is None or hit is None:
+            continue
+        by_workload.setdefault(r.get("workload", "?"), []).append(
+            (r.get("policy", "?"), pct, tx, hit * 100, to_float(r.get("opt_hit_rate"))))
+    for workload, pts in sorted(by_workload.items()):
+        policies = sorted({p[0] for p in pts})
+        fig, axes = plt.subplots(1, 3, figsize=(18, 5.5))
+        cmap = plt.get_cmap("tab20")
+        for i, policy in enumerate(policies):
+            mine = sorted(p for p in pts if p[0] == policy)
+            mine.sort(key=lambda p: p[1])
+            style = dict(marker="o", color=cmap(i % 20), label=policy,
+                         linewidth=2.5 if policy == "clock" else 1.2)
+            axes[0].plot([p[1] for p in mine], [p[2] for p in mine], **style)
+            axes[1].plot([p[1] for p in mine], [p[3] for p in mine], **style)
+            axes[2].scatter([p[3] for p in mine], [p[2] for p in mine], color=cmap(i % 20), label=policy)
+        opt = sorted({(p[1], p[4]) for p in pts if p[4] is not None and p[4] >= 0})
+        if opt:
+            axes[1].plot([o[0] for o in opt], [o[1] * 100 for o in opt], "k--", label="OPT (simulated)")
+        axes[0].set_title("throughput (Fig. 1.29)")
+        axes[0].set_xlabel("pool, % of the data")
+        axes[0].set_ylabel("transactions / s")
+        axes[0].set_ylim(bottom=0)
+        axes[1].set_title("hit rate (Fig. 1.30, as hits)")
+        axes[1].set_xlabel("pool, % of the data")
+        axes[1].set_ylabel("page hit rate, %")
+        axes[2].set_title("hit rate against throughput")
+        axes[2].set_xlabel("page hit rate, %")
+        axes[2].set_ylabel("transactions / s")
+        for ax in axes:
+            ax.grid(alpha=0.3)
+        axes[1].legend(fontsize=8, ncol=2)
+        fig.suptitle("replacement policies on %s (vmstore bench policies)" % workload)
+        save(fig, outdir, "policies-%s.png" % workload, written)
+        plt.close(fig)
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -355,7 +402,8 @@ def main(argv):
     steps = [("runs", lambda: plot_runs(plt, runs, summary, outdir, written)),
              ("page-access", lambda: plot_page_access(plt, micro.get("page-access", []), outdir, written)),
              ("vm-alloc", lambda: plot_vm_alloc(plt, micro.get("vm-alloc", []), outdir, written)),
-             ("read-io", lambda: plot_read_io(plt, micro.get("read-io", []), outdir, written))]
+             ("read-io", lambda: plot_read_io(plt, micro.get("read-io", []), outdir, written)),
+             ("policies", lambda: plot_policies(plt, micro.get("policies", []), outdir, written))]
     failed = 0
     for what, fn in steps:
         try:
