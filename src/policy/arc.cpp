@@ -21,6 +21,7 @@ constexpr int kT1 = 1;
 constexpr int kT2 = 2;
 constexpr int kB1 = 3;
 constexpr int kB2 = 4;
+constexpr uint64_t kSlack = 64;  // ghosts beyond the bounds kept until the next admit (a batch)
 
 class ArcPolicy final : public Policy {
  public:
@@ -81,7 +82,8 @@ class ArcPolicy final : public Policy {
     if (list == kT1 || list == kT2) {
       lists_.remove(pid);
       lists_.pushBack(list == kT1 ? kB1 : kB2, pid);
-      trimGhosts();
+      // Trimmed at the next admit, after its ghost check (the engine evicts first).
+      trimGhosts(kSlack);
     }
   }
   void removed(uint64_t pid) override {
@@ -118,10 +120,10 @@ class ArcPolicy final : public Policy {
     }
   }
   // The paper's directory bounds: |T1| + |B1| <= c and all four lists <= 2c.
-  void trimGhosts() {
-    while (lists_.size(kB1) > 0 && lists_.size(kT1) + lists_.size(kB1) > c_) lists_.popFront(kB1);
+  void trimGhosts(uint64_t slack = 0) {
+    while (lists_.size(kB1) > 0 && lists_.size(kT1) + lists_.size(kB1) > c_ + slack) lists_.popFront(kB1);
     while (lists_.size(kB2) > 0 &&
-           lists_.size(kT1) + lists_.size(kT2) + lists_.size(kB1) + lists_.size(kB2) > 2 * c_) {
+           lists_.size(kT1) + lists_.size(kT2) + lists_.size(kB1) + lists_.size(kB2) > 2 * c_ + slack) {
       lists_.popFront(kB2);
     }
   }

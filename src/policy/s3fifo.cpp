@@ -23,6 +23,7 @@ constexpr int kS = 1;
 constexpr int kM = 2;
 constexpr int kG = 3;
 constexpr uint8_t kMaxFreq = 3;
+constexpr uint64_t kSlack = 64;  // ghosts beyond G's bound kept until the next admit (a batch)
 
 class S3FifoPolicy final : public Policy {
  public:
@@ -42,6 +43,7 @@ class S3FifoPolicy final : public Policy {
     } else {
       lists_.pushBack(kS, pid);
     }
+    while (lists_.size(kG) > ghostMax_) lists_.popFront(kG);
   }
   void hit(uint64_t pid) noexcept override {
     if (pid >= freq_.count()) return;
@@ -102,7 +104,8 @@ class S3FifoPolicy final : public Policy {
     if (list == kS) {
       lists_.remove(pid);
       lists_.pushBack(kG, pid);
-      while (lists_.size(kG) > ghostMax_) lists_.popFront(kG);
+      // Trimmed at the next admit, after its ghost check (the engine evicts first).
+      while (lists_.size(kG) > ghostMax_ + kSlack) lists_.popFront(kG);
     } else if (list == kM) {
       lists_.remove(pid);
     }

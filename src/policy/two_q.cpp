@@ -19,6 +19,7 @@ namespace {
 constexpr int kA1in = 1;
 constexpr int kAm = 2;
 constexpr int kA1out = 3;  // ghost ids
+constexpr uint64_t kSlack = 64;  // ghosts beyond Kout kept until the next admit (a batch)
 
 class TwoQPolicy final : public Policy {
  public:
@@ -37,6 +38,7 @@ class TwoQPolicy final : public Policy {
     } else {
       lists_.pushBack(kA1in, pid);
     }
+    while (lists_.size(kA1out) > kout_) lists_.popFront(kA1out);
   }
   void hit(uint64_t pid) noexcept override {
     if (pid >= offered_.count()) return;
@@ -68,7 +70,9 @@ class TwoQPolicy final : public Policy {
     if (list == kA1in) {
       lists_.remove(pid);
       lists_.pushBack(kA1out, pid);
-      while (lists_.size(kA1out) > kout_) lists_.popFront(kA1out);
+      // Trimmed to Kout at the next admit, after its ghost check: the engine evicts
+      // before it admits, and the id it admits may be the oldest ghost.
+      while (lists_.size(kA1out) > kout_ + kSlack) lists_.popFront(kA1out);
     } else if (list == kAm) {
       lists_.remove(pid);
     }
