@@ -545,6 +545,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
                     std::max<uint64_t>(1, since(prev.pageHits, atMeasure.pageHits) +
                                               since(prev.pageMisses, atMeasure.pageMisses)),
                 6)
+       << ",\"page_accesses\":"
+       << since(prev.pageHits, atMeasure.pageHits) + since(prev.pageMisses, atMeasure.pageMisses)
        << ",\"victim_ms\":" << fixed(since(prev.victimNanos, atMeasure.victimNanos) / 1e6, 1)
        << ",\"data_bytes\":" << result.stats.dataBytes
        << ",\"evictions\":" << result.stats.evictions

@@ -126,7 +126,7 @@ int cmdBench(int argc, char** argv) {
   }
   if (std::strcmp(argv[2], "suite") == 0) return cmdBenchSuite(argc, argv);
   if (std::strcmp(argv[2], "values") == 0) return cmdBenchValues(argc, argv);
-  // POLICIES_PENDING
+  if (std::strcmp(argv[2], "policies") == 0) return cmdBenchPolicies(argc, argv);
   if (argv[2][0] == '-') throw UsageError(std::string("missing workload before ") + argv[2]);
 
   Args args(argc, argv, 3,

@@ -45,6 +45,9 @@ const Command kCommands[] = {
      "benchmarks: lookup, scan, ycsb-a..f, tpcc, micro-benchmarks, large values on five "
      "engines ('bench --help')",
      vmstore::cli::cmdBench},
+    {"sim", "sim TRACE [--policy=all|P,...] [--pool=5%,10%,25%,50% | PAGES | SIZE] [--batch=N] [--skip=N|P%] [--json] [--list-policies]",
+     "replay a page-reference trace (config trace=FILE) through replacement policies and OPT",
+     vmstore::cli::cmdSim},
 #endif
 };
 

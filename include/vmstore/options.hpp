@@ -101,6 +101,11 @@ struct Options {
   std::string policy = "clock";
   // Config resident_set=hash|bitmap. Default hash.
   ResidentSetType resident_set = ResidentSetType::kHash;
+  // Config trace=FILE: record every page access of this open (after recovery, until
+  // close) into FILE, the page-reference string `vmstore sim` replays (docs/POLICIES.md).
+  // Costs a call on every page access and about 2 bytes per access on disk; close fails
+  // if the file could not be written. Empty (default): no trace.
+  std::string trace;
 
   static Status parse(std::string_view config, Options* out);
 };

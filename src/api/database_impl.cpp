@@ -137,6 +137,12 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     db->log_.onSyncFailure = [self](const Status& why) { self->poison(why, "a failed log sync"); };
     s = db->log_.startWriting(db->bm_->epoch());
   }
+  if (s.ok() && !options.trace.empty()) {
+    // Recorded from here (recovery is not the workload) until close.
+    db->trace_ = std::make_unique<TraceRecorder>();
+    s = db->trace_->open(options.trace);
+    if (s.ok()) db->bm_->setAccessListener(db->trace_.get());
+  }
   if (!s.ok()) {
     // A failed open leaves no database behind: creation is atomic (create()). The
     // directory and its LOCK file stay: removing them could pull them from under a
@@ -492,6 +498,10 @@ Status DatabaseImpl::close() {
   // DatabaseImpl itself goes.
   catalog_.reset();
   bm_.reset();
+  if (trace_) {
+    Status ts = trace_->close();  // no access is in flight any more
+    if (st.ok()) st = ts;
+  }
   journal_.close();
   file_.close();
   lock_.release();  // another open may begin now

@@ -66,6 +66,7 @@
 #include "os/memory.hpp"
 #include "sync/call_gate.hpp"
 #include "sync/key_locks.hpp"
+#include "trace/trace_recorder.hpp"
 #include "vmstore/database.hpp"
 #include "wal/op_log.hpp"
 #include "wal/page_journal.hpp"
@@ -203,6 +204,7 @@ class DatabaseImpl {
   Stats recovery_;          // the recovered_* and recovery_us fields of stats()
   uint64_t tlbAtOpen_ = tlbShootdowns().value_or(0);  // for stats().tlb_shootdowns
   std::unique_ptr<BufferManager> bm_;
+  std::unique_ptr<TraceRecorder> trace_;  // config trace=FILE: the page references recorded
   std::unique_ptr<BTree> catalog_;
   Superblock sb_;  // of the last committed checkpoint (under checkpointMutex_ after open)
   std::atomic<uint64_t> checkpoints_{0};  // sb_.checkpoints, for stats()

@@ -136,6 +136,9 @@ Status Options::parse(std::string_view config, Options* out) {
                                        known + ")");
       }
       o.policy = std::string(value);
+    } else if (key == "trace") {
+      if (value.empty()) return Status::InvalidArgument("config trace= needs a file name");
+      o.trace = std::string(value);
     } else if (key == "resident_set") {
       if (value == "hash") {
         o.resident_set = ResidentSetType::kHash;
@@ -157,7 +160,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io, page_provider, read_ahead, policy, resident_set)");
+                                     "log_size, direct_io, io, page_provider, read_ahead, policy, resident_set, trace)");
     }
   }
   *out = o;
