@@ -81,6 +81,8 @@ class S3FifoPolicy final : public Policy {
           continue;
         }
       }
+      // (M may have been empty when this call began, or the cursor ran off its end.)
+      if (mCursor == IdLists::kNil) mCursor = lists_.front(kM);
       while (mCursor != IdLists::kNil && offered_[mCursor]) mCursor = lists_.next(mCursor);
       if (mCursor == IdLists::kNil) break;
       uint64_t pid = mCursor;
