@@ -28,7 +28,7 @@ void printBenchHelp() {
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
-      "                     [--warmup=S]\n"
+      "                     [--warmup=S] [--trace=FILE]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
       "                           [--durability=sync|async|none] [--cases=C,...]\n"
@@ -41,6 +41,10 @@ void printBenchHelp() {
       "       vmstore bench values --zero-copy [--value-sizes=S] [--pool=SIZE] [--out=DIR]\n"
       "       vmstore bench values --churn [--engines=E,...] [--churn-data=SIZE] [--rounds=N]\n"
       "                            [--pool=SIZE] [--out=DIR]\n"
+      "       vmstore bench policies [--workloads=W,...] [--policies=all|P,...] [--pools=5,10,25,50]\n"
+      "                              [--seconds=S] [--warmup=S] [--threads=N] [--ycsb-data=N]\n"
+      "                              [--tpcc-data=W] [--resident-set=hash|bitmap] [--no-opt]\n"
+      "                              [--no-plots] [--out=DIR]\n"
       "\n"
       "Loads WORKLOAD into a fresh database of engine E, runs N worker threads for S\n"
       "seconds and prints one CSV row per second, then one JSON line (the last line of\n"
@@ -61,7 +65,8 @@ void printBenchHelp() {
       "more vmstore config keys for the vmstore engine (e.g. page_provider=false).\n"
       "--scan-length=N (scan): entries per range scan (default 10000); scan counts one\n"
       "transaction per entry read. --warmup=S: run S whole seconds first (their rows are\n"
-      "printed; tx_per_s and tx count only the S seconds after).\n"
+      "printed; tx_per_s and tx count only the S seconds after). --trace=FILE (vmstore):\n"
+      "record every page access of the run into FILE for `vmstore sim` (docs/POLICIES.md).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -75,7 +80,11 @@ void printBenchHelp() {
       "'values' measures large values (1K to 64M by default) on every engine: put and get\n"
       "MB/s in memory and out of memory (each engine in a memory cgroup), a zero-copy read\n"
       "of vmstore's largest value, or with --churn the space on storage after ten rounds of\n"
-      "mixed sizes (docs/CLI.md).\n",
+      "mixed sizes (docs/CLI.md).\n"
+      "\n"
+      "'policies' runs every replacement policy on TPC-C, YCSB-B and YCSB-C with the pool at\n"
+      "5, 10, 25 and 50%% of the data: throughput, hit rate, victim-choice time, and the hit\n"
+      "rates of Belady's OPT and of the simulator on a trace of the same run (docs/CLI.md).\n",
       joined(bench::WorkloadRegistry::instance().names()).c_str(),
       joined(bench::MicroRegistry::instance().names()).c_str(),
       joined(bench::engineNames()).c_str());
@@ -145,6 +154,7 @@ int cmdBench(int argc, char** argv) {
              {"batch", true},
              {"scan-length", true},
              {"warmup", true},
+             {"trace", true},
              {"vmstore-config", true}});
   args.requirePositionals(0, 0);
   bench::RunOptions opts;
@@ -178,6 +188,13 @@ int cmdBench(int argc, char** argv) {
   opts.warmup = static_cast<unsigned>(warmup);
   if (args.has("scan-length") && opts.workload != "scan") throw UsageError("--scan-length is for the scan workload");
   opts.vmstoreConfig = args.str("vmstore-config", "");
+  if (args.has("trace")) {
+    // The page-reference string of the run, for `vmstore sim` (config trace=FILE).
+    const std::string trace = args.str("trace", "");
+    if (trace.empty() || trace.find(',') != std::string::npos) throw UsageError("--trace needs a file name without ','");
+    if (opts.engine != "vmstore") throw UsageError("--trace records vmstore's page accesses: use it with --engine=vmstore");
+    opts.vmstoreConfig += (opts.vmstoreConfig.empty() ? "" : ",") + std::string("trace=") + trace;
+  }
 
   bench::RunnerIo io;
   io.out = &std::cout;

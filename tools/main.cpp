@@ -41,7 +41,8 @@ const Command kCommands[] = {
      "[--durability=sync|async|none]\n"
      "  vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...] "
      "[--durability=sync|async|none]\n"
-     "  vmstore bench values [--value-sizes=S,...] [--cases=mem,oom] [--churn | --zero-copy]",
+     "  vmstore bench values [--value-sizes=S,...] [--cases=mem,oom] [--churn | --zero-copy]\n"
+     "  vmstore bench policies [--workloads=W,...] [--policies=all|P,...] [--pools=5,10,25,50]",
      "benchmarks: lookup, scan, ycsb-a..f, tpcc, micro-benchmarks, large values on five "
      "engines ('bench --help')",
      vmstore::cli::cmdBench},
