@@ -549,6 +549,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << since(prev.pageHits, atMeasure.pageHits) + since(prev.pageMisses, atMeasure.pageMisses)
        << ",\"victim_ms\":" << fixed(since(prev.victimNanos, atMeasure.victimNanos) / 1e6, 1)
        << ",\"data_bytes\":" << result.stats.dataBytes
+       << ",\"policy_bytes\":" << result.stats.policyBytes
+       << ",\"resident_set_bytes\":" << result.stats.residentSetBytes
        << ",\"evictions\":" << result.stats.evictions
        << ",\"bytes_read\":" << result.stats.bytesRead
        << ",\"bytes_written\":" << result.stats.bytesWritten

@@ -128,6 +128,8 @@ class VmstoreEngine : public Engine {
     out.pageMisses = s.misses;
     out.victimNanos = s.victim_ns;
     out.dataBytes = s.page_count * kPageBytes;
+    out.policyBytes = s.policy_bytes;
+    out.residentSetBytes = s.resident_set_bytes;
     out.evictions = s.evictions;
     out.bytesRead = s.misses * kPageBytes;
     out.bytesWritten = s.pages_written * kPageBytes;
