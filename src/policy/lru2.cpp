@@ -3,9 +3,11 @@
 // references; the victim is the page whose second-to-last reference is oldest. Pages
 // referenced only once since they were admitted have no second reference and go first,
 // oldest first (their key is their one reference time, below every real second-reference
-// time). A hit is lock-free: one atomic increment of the logical clock and two relaxed
-// stores. Choosing victims ranks every resident page (ranked.hpp). No correlated
-// reference period: every access counts.
+// time). The history of an evicted page is retained for as long as its id is not reused
+// (per-page arrays; the paper's "retained information period" is unbounded here), so a
+// page read in again has two references. A hit is lock-free: one atomic increment of the
+// logical clock and two relaxed stores. Choosing victims ranks every resident page
+// (ranked.hpp). No correlated reference period: every access counts.
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -27,7 +29,11 @@ class Lru2Policy final : public Policy {
     std::lock_guard g(mu_);
     if (resident_.contains(pid)) return;
     offered_[pid] = 0;
-    prev_[pid].store(0, std::memory_order_relaxed);
+    // The history of an evicted page is retained (the paper's retained information): its
+    // last reference before eviction becomes the second-to-last now. Without it, pages
+    // cycling through a pool smaller than their loop would always look referenced once
+    // and go before any page referenced twice, however long ago.
+    prev_[pid].store(last_[pid].load(std::memory_order_relaxed), std::memory_order_relaxed);
     last_[pid].store(tick(), std::memory_order_relaxed);
     resident_.insert(pid);
   }
