@@ -169,8 +169,9 @@ struct BufferEnv {
 };
 
 // Touches other pages (allocating up to 2 pools of filler pages, then reading them in
-// turn) until every page in `targets` is evicted. False if that did not happen. The
-// fillers are freed again at the end (they go to the free space, the file stays grown).
+// turn, twice each) until every page in `targets` is evicted, under any replacement
+// policy. False if that did not happen. The fillers are freed again at the end (they go
+// to the free space, the file stays grown).
 inline bool evictAll(vmstore::internal::BufferManager& bm, const std::vector<uint64_t>& targets) {
   using vmstore::internal::PageState;
   auto allEvicted = [&] {
@@ -197,9 +198,14 @@ inline bool evictAll(vmstore::internal::BufferManager& bm, const std::vector<uin
       fillers.push_back(p->header.pid);
       bm.unfixX(p->header.pid);
     } else {
+      // Each filler read twice in a row: to policies that protect pages seen more than
+      // once (SLRU, ARC, LRU-2, LFU-DA) the fillers then look at least as valuable as
+      // the targets, which a loop of single reads would never displace (by design).
       uint64_t pid = fillers[i % fillers.size()];
-      bm.fixS(pid);
-      bm.unfixS(pid);
+      for (int twice = 0; twice < 2; twice++) {
+        bm.fixS(pid);
+        bm.unfixS(pid);
+      }
     }
   }
   return allEvicted();
