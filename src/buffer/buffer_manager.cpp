@@ -378,29 +378,39 @@ void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<ui
 }
 
 void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty) {
-  // The policy's choice. A page locked or in use now is kept (to the policy, a
-  // reference). Nobody marks pages under a policy: an unlocked page is evictable.
+  // The policy's choice, at most one batch. A page locked or in use now is kept (to the
+  // policy, a reference). Nobody marks pages under a policy: an unlocked page is
+  // evictable. While write-back fails, the policy is asked again until some clean
+  // candidates are found (as the clock sweeps on), so that reads go on; the dirty ones
+  // found on the way are still tried, so a device that has room again is noticed.
+  const bool failing = writeBackFailing();
+  const uint64_t maxRounds = failing ? residentPages() / kEvictBatch + 2 : 1;
   uint64_t offered[kEvictBatch];
-  size_t n = policy_->victims(kEvictBatch, offered);
   uint64_t kept = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t pid = offered[i];
-    PageState& ps = state(pid);
-    uint64_t w = ps.load();
-    uint64_t s = PageState::stateOf(w);
-    bool taken = false;
-    if (s == PageState::kUnlocked || s == PageState::kMarked) {
-      if (!isDirty(pageAt(pid))) {
-        clean.push_back(pid);
-        taken = true;
-      } else if (ps.tryLockS(w)) {
-        dirty.push_back(pid);
-        taken = true;
+  for (uint64_t round = 0; round < maxRounds; round++) {
+    if (clean.size() + dirty.size() >= kEvictBatch || (round > 0 && !clean.empty())) break;
+    size_t n = policy_->victims(kEvictBatch, offered);
+    if (n == 0) break;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t pid = offered[i];
+      PageState& ps = state(pid);
+      uint64_t w = ps.load();
+      uint64_t s = PageState::stateOf(w);
+      bool room = clean.size() + dirty.size() < kEvictBatch;
+      bool taken = false;
+      if (room && (s == PageState::kUnlocked || s == PageState::kMarked)) {
+        if (!isDirty(pageAt(pid))) {
+          clean.push_back(pid);
+          taken = true;
+        } else if (ps.tryLockS(w)) {
+          dirty.push_back(pid);
+          taken = true;
+        }
       }
-    }
-    if (!taken) {
-      policy_->kept(pid);
-      kept++;
+      if (!taken) {
+        policy_->kept(pid);
+        kept++;
+      }
     }
   }
   if (kept) counters_.add(Counter::kVictimsKept, kept);

@@ -5,7 +5,7 @@
 // then offers the pages that have been cooling longest. A hit on a cooling page makes it
 // hot again (taken out of the stage under the lock); a hit on a hot page costs one
 // relaxed load of its state and nothing else. A candidate kept because it was in use
-// goes back to the stage's end, as in the paper.
+// becomes hot again (the paper re-queues it; see kept()).
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -68,9 +68,15 @@ class LeanStorePolicy final : public Policy {
   void evicted(uint64_t pid) override { drop(pid); }
   void removed(uint64_t pid) override { drop(pid); }
   void kept(uint64_t pid) override {
+    // In use, so warm (the contract's reference): hot again. (The paper re-queues it
+    // for a later retry; pages that stay unevictable, dirty ones on a full device, would
+    // then clog the stage while random choice could find others.)
     std::lock_guard g(mu_);
     offered_[pid] = 0;
-    if (cooling_.listOf(pid) == kCooling) cooling_.moveToBack(kCooling, pid);
+    if (cooling_.listOf(pid) == kCooling) {
+      cooling_.remove(pid);
+      state_[pid].store(kHot, std::memory_order_relaxed);
+    }
   }
   uint64_t size() const override {
     std::lock_guard g(mu_);

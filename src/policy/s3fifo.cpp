@@ -59,12 +59,13 @@ class S3FifoPolicy final : public Policy {
     uint64_t sOffered = 0;
     uint64_t sCursor = lists_.front(kS);
     uint64_t mCursor = lists_.front(kM);
+    bool mDone = false;  // M has nothing left to offer in this call: S must give
     while (found < n && budget-- > 0) {
-      bool fromS = lists_.size(kS) > smallMax_ + sOffered || lists_.size(kM) == 0;
+      bool fromS = lists_.size(kS) > smallMax_ + sOffered || lists_.size(kM) == 0 || mDone;
       if (fromS) {
         while (sCursor != IdLists::kNil && offered_[sCursor]) sCursor = lists_.next(sCursor);
         if (sCursor == IdLists::kNil) {
-          if (lists_.size(kM) == 0) break;
+          if (lists_.size(kM) == 0 || mDone) break;
           fromS = false;
         } else {
           uint64_t pid = sCursor;
@@ -84,7 +85,12 @@ class S3FifoPolicy final : public Policy {
       // (M may have been empty when this call began, or the cursor ran off its end.)
       if (mCursor == IdLists::kNil) mCursor = lists_.front(kM);
       while (mCursor != IdLists::kNil && offered_[mCursor]) mCursor = lists_.next(mCursor);
-      if (mCursor == IdLists::kNil) break;
+      if (mCursor == IdLists::kNil) {
+        // Every page of M is offered already (S is within its share counted in pages
+        // ids, but a pool of large values holds few ids): go on with S.
+        mDone = true;
+        continue;
+      }
       uint64_t pid = mCursor;
       mCursor = lists_.next(pid);
       uint8_t f = freq_[pid].load(std::memory_order_relaxed);
