@@ -9,9 +9,8 @@
 #include <algorithm>
 #include <mutex>
 
-#include "policy/id_list.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
@@ -23,10 +22,9 @@ constexpr int kB1 = 3;
 constexpr int kB2 = 4;
 constexpr uint64_t kSlack = 64;  // ghosts beyond the bounds kept until the next admit (a batch)
 
-class ArcPolicy final : public Policy {
+class ArcPolicy final : public ListPolicy {
  public:
-  ArcPolicy(uint64_t poolPages, uint64_t maxPages)
-      : c_(std::max<uint64_t>(1, poolPages)), lists_(maxPages), offered_(maxPages) {}
+  ArcPolicy(uint64_t poolPages, uint64_t maxPages) : ListPolicy(maxPages), c_(std::max<uint64_t>(1, poolPages)) {}
   const char* name() const override { return "arc"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
@@ -86,11 +84,6 @@ class ArcPolicy final : public Policy {
       trimGhosts(kSlack);
     }
   }
-  void removed(uint64_t pid) override {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (lists_.listOf(pid) != 0) lists_.remove(pid);
-  }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
@@ -102,8 +95,7 @@ class ArcPolicy final : public Policy {
   }
   uint64_t memoryBytes() const override {
     std::lock_guard g(mu_);
-    uint64_t ids = lists_.size(kT1) + lists_.size(kT2) + lists_.size(kB1) + lists_.size(kB2);
-    return IdLists::bytesFor(ids) + ids;
+    return bytesFor(lists_.size(kT1) + lists_.size(kT2) + lists_.size(kB1) + lists_.size(kB2));
   }
   // The adaptive target of T1 (tests).
   uint64_t target() const {
@@ -130,9 +122,6 @@ class ArcPolicy final : public Policy {
 
   const uint64_t c_;
   uint64_t p_ = 0;
-  mutable SpinMutex mu_;
-  IdLists lists_;
-  PerPage<uint8_t> offered_;
 };
 
 }  // namespace

@@ -5,29 +5,26 @@
 // that were hot long ago age out instead of staying forever (LFU's pollution). A hit is
 // one relaxed atomic increment (no lock). Choosing victims ranks every resident page
 // (ranked.hpp), the thesis's "slow selection of eviction candidates".
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
 
-#include "policy/dense_set.hpp"
 #include "policy/policies.hpp"
+#include "policy/policy_base.hpp"
 #include "policy/ranked.hpp"
-#include "sync/spin_mutex.hpp"
 
 namespace vmstore::internal {
 
 namespace {
 
-class LfudaPolicy final : public Policy {
+class LfudaPolicy final : public DensePolicy {
  public:
-  explicit LfudaPolicy(uint64_t maxPages) : resident_(maxPages), key_(maxPages), offered_(maxPages) {}
+  explicit LfudaPolicy(uint64_t maxPages) : DensePolicy(maxPages), key_(maxPages) {}
   const char* name() const override { return "lfuda"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
-    if (resident_.contains(pid)) return;
-    offered_[pid] = 0;
-    key_[pid].store(inflation_ + 1, std::memory_order_relaxed);
-    resident_.insert(pid);
+    if (add(pid)) key_[pid].store(inflation_ + 1, std::memory_order_relaxed);
   }
   void hit(uint64_t pid) noexcept override {
     if (pid < key_.count()) key_[pid].fetch_add(1, std::memory_order_relaxed);
@@ -39,16 +36,7 @@ class LfudaPolicy final : public Policy {
   }
   void evicted(uint64_t pid) override {
     std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (!resident_.contains(pid)) return;
-    uint64_t k = key_[pid].load(std::memory_order_relaxed);
-    if (k > inflation_) inflation_ = k;
-    resident_.remove(pid);
-  }
-  void removed(uint64_t pid) override {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (resident_.contains(pid)) resident_.remove(pid);
+    if (forget(pid)) inflation_ = std::max(inflation_, key_[pid].load(std::memory_order_relaxed));
   }
   void kept(uint64_t pid) override {
     {
@@ -57,21 +45,14 @@ class LfudaPolicy final : public Policy {
     }
     hit(pid);
   }
-  uint64_t size() const override {
-    std::lock_guard g(mu_);
-    return resident_.size();
-  }
   uint64_t memoryBytes() const override {
     std::lock_guard g(mu_);
-    return resident_.memoryBytes() + resident_.size() * (sizeof(uint64_t) + 1);
+    return bytesFor(sizeof(uint64_t));
   }
 
  private:
-  mutable SpinMutex mu_;
   uint64_t inflation_ = 0;  // L
-  DenseSet resident_;
   PerPage<std::atomic<uint64_t>> key_;
-  PerPage<uint8_t> offered_;
   std::vector<std::pair<uint64_t, uint64_t>> scratch_;
 };
 

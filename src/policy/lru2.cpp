@@ -12,30 +12,27 @@
 #include <mutex>
 #include <vector>
 
-#include "policy/dense_set.hpp"
 #include "policy/policies.hpp"
+#include "policy/policy_base.hpp"
 #include "policy/ranked.hpp"
-#include "sync/spin_mutex.hpp"
 
 namespace vmstore::internal {
 
 namespace {
 
-class Lru2Policy final : public Policy {
+class Lru2Policy final : public DensePolicy {
  public:
-  explicit Lru2Policy(uint64_t maxPages) : resident_(maxPages), last_(maxPages), prev_(maxPages), offered_(maxPages) {}
+  explicit Lru2Policy(uint64_t maxPages) : DensePolicy(maxPages), last_(maxPages), prev_(maxPages) {}
   const char* name() const override { return "lru2"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
-    if (resident_.contains(pid)) return;
-    offered_[pid] = 0;
+    if (!add(pid)) return;
     // The history of an evicted page is retained (the paper's retained information): its
     // last reference before eviction becomes the second-to-last now. Without it, pages
     // cycling through a pool smaller than their loop would always look referenced once
     // and go before any page referenced twice, however long ago.
     prev_[pid].store(last_[pid].load(std::memory_order_relaxed), std::memory_order_relaxed);
     last_[pid].store(tick(), std::memory_order_relaxed);
-    resident_.insert(pid);
   }
   void hit(uint64_t pid) noexcept override {
     if (pid >= last_.count()) return;
@@ -52,8 +49,7 @@ class Lru2Policy final : public Policy {
       return p == 0 ? last_[pid].load(std::memory_order_relaxed) : offset + p;
     });
   }
-  void evicted(uint64_t pid) override { drop(pid); }
-  void removed(uint64_t pid) override { drop(pid); }
+  void evicted(uint64_t pid) override { removed(pid); }
   void kept(uint64_t pid) override {
     {
       std::lock_guard g(mu_);
@@ -61,29 +57,17 @@ class Lru2Policy final : public Policy {
     }
     hit(pid);
   }
-  uint64_t size() const override {
-    std::lock_guard g(mu_);
-    return resident_.size();
-  }
   uint64_t memoryBytes() const override {
     std::lock_guard g(mu_);
-    return resident_.memoryBytes() + resident_.size() * (2 * sizeof(uint64_t) + 1);
+    return bytesFor(2 * sizeof(uint64_t));
   }
 
  private:
   uint64_t tick() { return clock_.fetch_add(1, std::memory_order_relaxed) + 1; }
-  void drop(uint64_t pid) {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (resident_.contains(pid)) resident_.remove(pid);
-  }
 
-  mutable SpinMutex mu_;
   alignas(64) std::atomic<uint64_t> clock_{0};
-  DenseSet resident_;
   PerPage<std::atomic<uint64_t>> last_;
   PerPage<std::atomic<uint64_t>> prev_;
-  PerPage<uint8_t> offered_;
   std::vector<std::pair<uint64_t, uint64_t>> scratch_;
 };
 

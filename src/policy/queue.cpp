@@ -7,9 +7,8 @@
 //   hit is what the thesis found not to scale (§1.3.5); here it is measured, not avoided.
 #include <mutex>
 
-#include "policy/id_list.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
@@ -17,9 +16,9 @@ namespace {
 
 constexpr int kQueue = 1;
 
-class QueuePolicy final : public Policy {
+class QueuePolicy final : public ListPolicy {
  public:
-  QueuePolicy(bool lru, uint64_t maxPages) : lru_(lru), lists_(maxPages), offered_(maxPages) {}
+  QueuePolicy(bool lru, uint64_t maxPages) : ListPolicy(maxPages), lru_(lru) {}
   const char* name() const override { return lru_ ? "lru" : "fifo"; }
   bool tracksHits() const override { return lru_; }
   void admit(uint64_t pid) override {
@@ -35,16 +34,9 @@ class QueuePolicy final : public Policy {
   }
   size_t victims(size_t n, uint64_t* out) override {
     std::lock_guard g(mu_);
-    size_t found = 0;
-    for (uint64_t pid = lists_.front(kQueue); pid != IdLists::kNil && found < n; pid = lists_.next(pid)) {
-      if (offered_[pid]) continue;
-      offered_[pid] = 1;
-      out[found++] = pid;
-    }
-    return found;
+    return offerFront(kQueue, n, out, 0);
   }
-  void evicted(uint64_t pid) override { drop(pid); }
-  void removed(uint64_t pid) override { drop(pid); }
+  void evicted(uint64_t pid) override { removed(pid); }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
@@ -54,19 +46,10 @@ class QueuePolicy final : public Policy {
     std::lock_guard g(mu_);
     return lists_.size(kQueue);
   }
-  uint64_t memoryBytes() const override { return IdLists::bytesFor(size()) + size(); }
+  uint64_t memoryBytes() const override { return bytesFor(size()); }
 
  private:
-  void drop(uint64_t pid) {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (lists_.listOf(pid) != 0) lists_.remove(pid);
-  }
-
   const bool lru_;
-  mutable SpinMutex mu_;
-  IdLists lists_;
-  PerPage<uint8_t> offered_;
 };
 
 }  // namespace

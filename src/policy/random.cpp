@@ -5,24 +5,21 @@
 #include <mutex>
 #include <random>
 
-#include "policy/dense_set.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
 namespace {
 
-class RandomPolicy final : public Policy {
+class RandomPolicy final : public DensePolicy {
  public:
-  explicit RandomPolicy(uint64_t maxPages) : resident_(maxPages), offered_(maxPages) {}
+  explicit RandomPolicy(uint64_t maxPages) : DensePolicy(maxPages) {}
   const char* name() const override { return "random"; }
   bool tracksHits() const override { return false; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
-    if (resident_.contains(pid)) return;
-    offered_[pid] = 0;
-    resident_.insert(pid);
+    add(pid);
   }
   void hit(uint64_t) noexcept override {}
   size_t victims(size_t n, uint64_t* out) override {
@@ -37,31 +34,17 @@ class RandomPolicy final : public Policy {
     }
     return found;
   }
-  void evicted(uint64_t pid) override { drop(pid); }
-  void removed(uint64_t pid) override { drop(pid); }
+  void evicted(uint64_t pid) override { removed(pid); }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
   }
-  uint64_t size() const override {
-    std::lock_guard g(mu_);
-    return resident_.size();
-  }
   uint64_t memoryBytes() const override {
     std::lock_guard g(mu_);
-    return resident_.memoryBytes() + resident_.size();
+    return bytesFor(0);
   }
 
  private:
-  void drop(uint64_t pid) {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (resident_.contains(pid)) resident_.remove(pid);
-  }
-
-  mutable SpinMutex mu_;
-  DenseSet resident_;
-  PerPage<uint8_t> offered_;
   std::mt19937_64 rng_{0x5eed};
 };
 

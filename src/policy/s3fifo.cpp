@@ -11,9 +11,8 @@
 #include <atomic>
 #include <mutex>
 
-#include "policy/id_list.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
@@ -25,11 +24,11 @@ constexpr int kG = 3;
 constexpr uint8_t kMaxFreq = 3;
 constexpr uint64_t kSlack = 64;  // ghosts beyond G's bound kept until the next admit (a batch)
 
-class S3FifoPolicy final : public Policy {
+class S3FifoPolicy final : public ListPolicy {
  public:
   S3FifoPolicy(uint64_t poolPages, uint64_t maxPages)
-      : smallMax_(std::max<uint64_t>(1, poolPages / 10)), ghostMax_(std::max<uint64_t>(1, poolPages)),
-        lists_(maxPages), freq_(maxPages), offered_(maxPages) {}
+      : ListPolicy(maxPages), smallMax_(std::max<uint64_t>(1, poolPages / 10)),
+        ghostMax_(std::max<uint64_t>(1, poolPages)), freq_(maxPages) {}
   const char* name() const override { return "s3fifo"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
@@ -118,11 +117,6 @@ class S3FifoPolicy final : public Policy {
       lists_.remove(pid);
     }
   }
-  void removed(uint64_t pid) override {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (lists_.listOf(pid) != 0) lists_.remove(pid);
-  }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
@@ -134,17 +128,13 @@ class S3FifoPolicy final : public Policy {
   }
   uint64_t memoryBytes() const override {
     std::lock_guard g(mu_);
-    uint64_t ids = lists_.size(kS) + lists_.size(kM) + lists_.size(kG);
-    return IdLists::bytesFor(ids) + 2 * ids;
+    return bytesFor(lists_.size(kS) + lists_.size(kM) + lists_.size(kG), 1);
   }
 
  private:
   const uint64_t smallMax_;
   const uint64_t ghostMax_;
-  mutable SpinMutex mu_;
-  IdLists lists_;
   PerPage<std::atomic<uint8_t>> freq_;
-  PerPage<uint8_t> offered_;
 };
 
 }  // namespace

@@ -7,9 +7,8 @@
 #include <atomic>
 #include <mutex>
 
-#include "policy/id_list.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
@@ -17,9 +16,9 @@ namespace {
 
 constexpr int kQueue = 1;
 
-class SievePolicy final : public Policy {
+class SievePolicy final : public ListPolicy {
  public:
-  explicit SievePolicy(uint64_t maxPages) : lists_(maxPages), visited_(maxPages), offered_(maxPages) {}
+  explicit SievePolicy(uint64_t maxPages) : ListPolicy(maxPages), visited_(maxPages) {}
   const char* name() const override { return "sieve"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
@@ -50,8 +49,12 @@ class SievePolicy final : public Policy {
     }
     return found;
   }
-  void evicted(uint64_t pid) override { drop(pid); }
-  void removed(uint64_t pid) override { drop(pid); }
+  void evicted(uint64_t pid) override { removed(pid); }
+  void removed(uint64_t pid) override {
+    std::lock_guard g(mu_);
+    if (hand_ == pid && lists_.listOf(pid) != 0) hand_ = lists_.next(pid);
+    forget(pid);
+  }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
@@ -61,21 +64,10 @@ class SievePolicy final : public Policy {
     std::lock_guard g(mu_);
     return lists_.size(kQueue);
   }
-  uint64_t memoryBytes() const override { return IdLists::bytesFor(size()) + 2 * size(); }
+  uint64_t memoryBytes() const override { return bytesFor(size(), 1); }
 
  private:
-  void drop(uint64_t pid) {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (lists_.listOf(pid) == 0) return;
-    if (hand_ == pid) hand_ = lists_.next(pid);
-    lists_.remove(pid);
-  }
-
-  mutable SpinMutex mu_;
-  IdLists lists_;
   PerPage<std::atomic<uint8_t>> visited_;
-  PerPage<uint8_t> offered_;
   uint64_t hand_ = IdLists::kNil;
 };
 

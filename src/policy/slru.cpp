@@ -5,9 +5,8 @@
 // policy's spin lock (it moves a list entry), as exact LRU does.
 #include <mutex>
 
-#include "policy/id_list.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
@@ -16,10 +15,10 @@ namespace {
 constexpr int kProbation = 1;
 constexpr int kProtected = 2;
 
-class SlruPolicy final : public Policy {
+class SlruPolicy final : public ListPolicy {
  public:
   SlruPolicy(uint64_t poolPages, uint64_t maxPages)
-      : protectedMax_(std::max<uint64_t>(1, poolPages * 8 / 10)), lists_(maxPages), offered_(maxPages) {}
+      : ListPolicy(maxPages), protectedMax_(std::max<uint64_t>(1, poolPages * 8 / 10)) {}
   const char* name() const override { return "slru"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
@@ -34,18 +33,9 @@ class SlruPolicy final : public Policy {
   }
   size_t victims(size_t n, uint64_t* out) override {
     std::lock_guard g(mu_);
-    size_t found = 0;
-    for (int list : {kProbation, kProtected}) {
-      for (uint64_t pid = lists_.front(list); pid != IdLists::kNil && found < n; pid = lists_.next(pid)) {
-        if (offered_[pid]) continue;
-        offered_[pid] = 1;
-        out[found++] = pid;
-      }
-    }
-    return found;
+    return offerFront(kProtected, n, out, offerFront(kProbation, n, out, 0));
   }
-  void evicted(uint64_t pid) override { drop(pid); }
-  void removed(uint64_t pid) override { drop(pid); }
+  void evicted(uint64_t pid) override { removed(pid); }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
@@ -55,7 +45,7 @@ class SlruPolicy final : public Policy {
     std::lock_guard g(mu_);
     return lists_.size(kProbation) + lists_.size(kProtected);
   }
-  uint64_t memoryBytes() const override { return IdLists::bytesFor(size()) + size(); }
+  uint64_t memoryBytes() const override { return bytesFor(size()); }
 
  private:
   void reference(uint64_t pid) {
@@ -71,16 +61,7 @@ class SlruPolicy final : public Policy {
       }
     }
   }
-  void drop(uint64_t pid) {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (lists_.listOf(pid) != 0) lists_.remove(pid);
-  }
-
   const uint64_t protectedMax_;
-  mutable SpinMutex mu_;
-  IdLists lists_;
-  PerPage<uint8_t> offered_;
 };
 
 }  // namespace

@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <mutex>
 
-#include "policy/id_list.hpp"
 #include "policy/policies.hpp"
-#include "sync/spin_mutex.hpp"
+#include "policy/policy_base.hpp"
 
 namespace vmstore::internal {
 
@@ -21,11 +20,10 @@ constexpr int kAm = 2;
 constexpr int kA1out = 3;  // ghost ids
 constexpr uint64_t kSlack = 64;  // ghosts beyond Kout kept until the next admit (a batch)
 
-class TwoQPolicy final : public Policy {
+class TwoQPolicy final : public ListPolicy {
  public:
   TwoQPolicy(uint64_t poolPages, uint64_t maxPages)
-      : kin_(std::max<uint64_t>(1, poolPages / 4)), kout_(std::max<uint64_t>(1, poolPages / 2)),
-        lists_(maxPages), offered_(maxPages) {}
+      : ListPolicy(maxPages), kin_(std::max<uint64_t>(1, poolPages / 4)), kout_(std::max<uint64_t>(1, poolPages / 2)) {}
   const char* name() const override { return "2q"; }
   void admit(uint64_t pid) override {
     std::lock_guard g(mu_);
@@ -47,21 +45,11 @@ class TwoQPolicy final : public Policy {
   }
   size_t victims(size_t n, uint64_t* out) override {
     std::lock_guard g(mu_);
-    size_t found = 0;
     // A1in above its share first (as many as it exceeds Kin by), then Am, then A1in.
     uint64_t excess = lists_.size(kA1in) > kin_ ? lists_.size(kA1in) - kin_ : 0;
-    auto take = [&](int list, uint64_t limit) {
-      for (uint64_t pid = lists_.front(list); pid != IdLists::kNil && found < n && limit > 0; pid = lists_.next(pid)) {
-        if (offered_[pid]) continue;
-        offered_[pid] = 1;
-        out[found++] = pid;
-        limit--;
-      }
-    };
-    take(kA1in, excess);
-    take(kAm, n);
-    take(kA1in, n);
-    return found;
+    size_t found = offerFront(kA1in, n, out, 0, excess);
+    found = offerFront(kAm, n, out, found);
+    return offerFront(kA1in, n, out, found);
   }
   void evicted(uint64_t pid) override {
     std::lock_guard g(mu_);
@@ -77,11 +65,6 @@ class TwoQPolicy final : public Policy {
       lists_.remove(pid);
     }
   }
-  void removed(uint64_t pid) override {
-    std::lock_guard g(mu_);
-    offered_[pid] = 0;
-    if (lists_.listOf(pid) != 0) lists_.remove(pid);
-  }
   void kept(uint64_t pid) override {
     std::lock_guard g(mu_);
     offered_[pid] = 0;
@@ -94,16 +77,12 @@ class TwoQPolicy final : public Policy {
   }
   uint64_t memoryBytes() const override {
     std::lock_guard g(mu_);
-    uint64_t ids = lists_.size(kA1in) + lists_.size(kAm) + lists_.size(kA1out);
-    return IdLists::bytesFor(ids) + ids;
+    return bytesFor(lists_.size(kA1in) + lists_.size(kAm) + lists_.size(kA1out));
   }
 
  private:
   const uint64_t kin_;
   const uint64_t kout_;
-  mutable SpinMutex mu_;
-  IdLists lists_;
-  PerPage<uint8_t> offered_;
 };
 
 }  // namespace
