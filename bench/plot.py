@@ -332,7 +332,7 @@ def plot_policies(plt, rows, outdir, written):
             axes[2].scatter([p[3] for p in mine], [p[2] for p in mine], color=cmap(i % 20), label=policy)
         opt = sorted({(p[1], p[4]) for p in pts if p[4] is not None and p[4] >= 0})
         if opt:
-            axes[1].plot([o[0] for o in opt], [o[1] * 100 for o in opt], "k--", label="OPT (simulated)")
+            axes[1].plot([o[0] for o in opt], [o[1] * 100 for o in opt], "k--", marker="x", markersize=9, label="OPT (simulated)")
         axes[0].set_title("throughput (Fig. 1.29)")
         axes[0].set_xlabel("pool, % of the data")
         axes[0].set_ylabel("transactions / s")
