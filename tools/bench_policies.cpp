@@ -51,6 +51,8 @@ struct PolicyRun {
   double victimMsPerSec = 0;
   double simHitRate = -1;  // the simulator's, on the clock trace at this pool (-1: none)
   double optHitRate = -1;
+  uint64_t policyBytes = 0;       // memory of the policy's structures at the end
+  uint64_t residentSetBytes = 0;  // memory of the resident set at the end
 };
 
 void printHelp() {
@@ -215,6 +217,8 @@ int cmdBenchPolicies(int argc, char** argv) {
         pr.victimMsPerSec = jsonOr(r.json, "victim_ms", 0) / secs;
         if (auto it = simRates.find(policy); it != simRates.end()) pr.simHitRate = it->second;
         pr.optHitRate = optRate;
+        pr.policyBytes = static_cast<uint64_t>(jsonOr(r.json, "policy_bytes", 0));
+        pr.residentSetBytes = static_cast<uint64_t>(jsonOr(r.json, "resident_set_bytes", 0));
         runs.push_back(pr);
       }
     }
@@ -222,13 +226,15 @@ int cmdBenchPolicies(int argc, char** argv) {
 
   // summary.csv and the table.
   std::ofstream csv(outDir + "/summary.csv");
-  csv << "workload,pool_percent,pool_bytes,policy,tx_per_s,hit_rate,victim_ms_per_s,sim_hit_rate,opt_hit_rate\n";
+  csv << "workload,pool_percent,pool_bytes,policy,tx_per_s,hit_rate,victim_ms_per_s,sim_hit_rate,opt_hit_rate,"
+         "policy_bytes,resident_set,resident_set_bytes\n";
   std::printf("%-8s %5s %-10s %12s %9s %9s %9s %10s\n", "workload", "pool", "policy", "tx/s", "hit %", "sim %",
               "OPT %", "victim ms/s");
   for (const PolicyRun& r : runs) {
     csv << r.workload << ',' << r.poolPercent << ',' << r.poolBytes << ',' << r.policy << ','
         << fixed(r.txPerSec, 1) << ',' << fixed(r.hitRate, 6) << ',' << fixed(r.victimMsPerSec, 3) << ','
-        << fixed(r.simHitRate, 6) << ',' << fixed(r.optHitRate, 6) << '\n';
+        << fixed(r.simHitRate, 6) << ',' << fixed(r.optHitRate, 6) << ',' << r.policyBytes << ',' << residentSet
+        << ',' << r.residentSetBytes << '\n';
     std::printf("%-8s %4u%% %-10s %12s %9s %9s %9s %10s\n", r.workload.c_str(), r.poolPercent, r.policy.c_str(),
                 withCommas(static_cast<uint64_t>(r.txPerSec)).c_str(), fixed(r.hitRate * 100, 2).c_str(),
                 r.simHitRate < 0 ? "-" : fixed(r.simHitRate * 100, 2).c_str(),

@@ -31,11 +31,16 @@ TEST(BenchPolicies, TinyRunWritesASummaryWithOpt) {
   std::stringstream lines(summary);
   std::string header;
   std::getline(lines, header);
-  EXPECT_EQ(header, "workload,pool_percent,pool_bytes,policy,tx_per_s,hit_rate,victim_ms_per_s,sim_hit_rate,opt_hit_rate");
+  EXPECT_EQ(header,
+            "workload,pool_percent,pool_bytes,policy,tx_per_s,hit_rate,victim_ms_per_s,sim_hit_rate,opt_hit_rate,"
+            "policy_bytes,resident_set,resident_set_bytes");
   int rows = 0;
   for (std::string line; std::getline(lines, line);) {
     std::vector<std::string> f = fields(line);
-    ASSERT_EQ(f.size(), 9u) << line;
+    ASSERT_EQ(f.size(), 12u) << line;
+    EXPECT_EQ(f[10], "hash");
+    EXPECT_GT(std::stoull(f[11]), 0u) << line;
+    if (f[3] != "clock") EXPECT_GT(std::stoull(f[9]), 0u) << line;
     EXPECT_EQ(f[0], "ycsb-c");
     EXPECT_EQ(f[1], "20");
     EXPECT_GT(std::stod(f[4]), 0) << line;
