@@ -171,7 +171,7 @@ int cmdBench(int argc, char** argv);       // bench.cpp: workloads and micro-ben
 int cmdBenchSuite(int argc, char** argv);  // bench_suite.cpp: `vmstore bench suite`
 int cmdBenchValues(int argc, char** argv);  // bench_values.cpp: `vmstore bench values`
 int cmdBenchPolicies(int argc, char** argv);  // bench_policies.cpp: `vmstore bench policies`
-int cmdSim(int argc, char** argv);            // sim.cpp: `vmstore sim`
+int cmdSim(int argc, char** argv);            // bench_sim.cpp: `vmstore sim`
 // Runs bench/plot.py over a result directory (bench_suite.cpp); returns a line saying
 // where the plots are or why there are none.
 std::string runPlots(const std::string& outDir);
