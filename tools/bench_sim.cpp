@@ -1,7 +1,7 @@
-// vmstore sim (in the bench build: it links the simulator of bench/sim): replays a page-reference trace (recorded with config trace=FILE, e.g.
-// `vmstore bench ycsb-c --vmstore-config=trace=FILE`) through replacement policies and
-// Belady's OPT (bench/sim/simulator.hpp), for a range of pool sizes, and prints their hit
-// rates beside the one the engine had while recording.
+// vmstore sim: replays a page-reference trace (recorded with config trace=FILE, e.g.
+// `vmstore bench ycsb-c --trace=FILE`) through replacement policies and Belady's OPT
+// (bench/sim/simulator.hpp), for a range of pool sizes, and prints their hit rates beside
+// the one the engine had while recording. Built with the benchmarks (it links bench/sim).
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
