@@ -1,5 +1,5 @@
 // vmstore sim: replays a page-reference trace (recorded with config trace=FILE, e.g.
-// `vmstore bench ycsb-c --trace=FILE`) through replacement policies and Belady's OPT
+// `vmstore bench ycsb-c --trace=FILE`) through replacement policies, the frequency oracle A0 and Belady's OPT
 // (bench/sim/simulator.hpp), for a range of pool sizes, and prints their hit rates beside
 // the one the engine had while recording. Built with the benchmarks (it links bench/sim).
 #include <cstdio>
@@ -90,11 +90,12 @@ int cmdSim(int argc, char** argv) {
     if (skip > 0) std::printf("(the first %s references warm the pool up and are not counted)\n", withCommas(skip).c_str());
     std::printf("hit rate, %% (victims per eviction: %llu)\n%10s", static_cast<unsigned long long>(batch), "pool");
     for (const std::string& p : policies) std::printf(" %9s", p.c_str());
-    std::printf(" %9s\n", "OPT");
+    std::printf(" %9s %9s\n", "A0", "OPT");
   }
   for (uint64_t pool : pools) {
     std::vector<double> rates;
     for (const std::string& p : policies) rates.push_back(bench::sim::simulate(trace, p, pool, batch, skip).hitRate());
+    double a0 = bench::sim::simulateA0(trace, pool, skip).hitRate();
     double opt = bench::sim::simulateOpt(trace, pool, skip).hitRate();
     if (json) {
       std::printf("{\"pool_pages\":%llu,\"batch\":%llu,\"references\":%zu,\"distinct\":%llu,\"skip\":%llu,\"engine_hit_rate\":%.6f",
@@ -102,11 +103,11 @@ int cmdSim(int argc, char** argv) {
                   static_cast<unsigned long long>(trace.distinct), static_cast<unsigned long long>(skip),
                   bench::sim::engineHitRate(trace, skip));
       for (size_t i = 0; i < policies.size(); i++) std::printf(",\"%s\":%.6f", policies[i].c_str(), rates[i]);
-      std::printf(",\"opt\":%.6f}\n", opt);
+      std::printf(",\"a0\":%.6f,\"opt\":%.6f}\n", a0, opt);
     } else {
       std::printf("%10s", withCommas(pool).c_str());
       for (double r : rates) std::printf(" %9s", percent(r).c_str());
-      std::printf(" %9s\n", percent(opt).c_str());
+      std::printf(" %9s %9s\n", percent(a0).c_str(), percent(opt).c_str());
     }
   }
   return kExitOk;

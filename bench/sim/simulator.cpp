@@ -1,5 +1,6 @@
 #include "sim/simulator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <queue>
 #include <stdexcept>
@@ -109,6 +110,39 @@ SimResult simulateOpt(const Trace& trace, uint64_t poolPages, uint64_t countFrom
         if (resident[e.second] && nextUse[e.second] == e.first) fresh.push(e);
       }
       heap.swap(fresh);
+    }
+  }
+  r.seconds = secondsSince(start);
+  return r;
+}
+
+SimResult simulateA0(const Trace& trace, uint64_t poolPages, uint64_t countFrom) {
+  if (poolPages == 0) throw std::invalid_argument("simulateA0: a pool of 0 pages");
+  auto start = std::chrono::steady_clock::now();
+  const uint64_t n = trace.refs.size();
+  std::vector<uint64_t> counts(trace.maxPid + 1, 0);
+  for (uint64_t i = countFrom; i < n; i++) counts[trace.refs[i].pid]++;
+  // The poolPages most referenced pages (ties by lower id, so the result is stable).
+  std::vector<uint32_t> order;
+  for (uint64_t pid = 0; pid <= trace.maxPid; pid++) {
+    if (counts[pid] > 0) order.push_back(static_cast<uint32_t>(pid));
+  }
+  const size_t keep = std::min<uint64_t>(poolPages, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                    [&](uint32_t a, uint32_t b) { return counts[a] != counts[b] ? counts[a] > counts[b] : a < b; });
+  std::vector<uint8_t> kept(trace.maxPid + 1, 0);
+  for (size_t i = 0; i < keep; i++) kept[order[i]] = 1;
+  std::vector<uint8_t> seen(trace.maxPid + 1, 0);
+  SimResult r;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t pid = trace.refs[i].pid;
+    bool hit = kept[pid] && seen[pid];
+    seen[pid] = 1;
+    if (i < countFrom) continue;
+    if (hit) {
+      r.hits++;
+    } else {
+      r.misses++;
     }
   }
   r.seconds = secondsSince(start);

@@ -13,7 +13,14 @@
 //   resident page whose next reference is farthest (never referenced again first).
 //   Exact; O(references x log pool). No policy can have fewer misses on the same trace
 //   with the same pool and batch 1.
-// - Both start from an empty pool; hit rates are hits / references. With countFrom > 0
+// - simulateA0(trace, poolPages): the independent-reference model's optimal online
+//   policy (Aho, Denning and Ullman's A0, 1971): it knows every page's reference count
+//   over the counted references and keeps the poolPages most referenced pages. A
+//   reference is a hit when its page is one of them and has been referenced before
+//   (the first reference of any page is a miss). It bounds what a policy without
+//   knowledge of the future can reach when references are drawn independently (YCSB's
+//   Zipfian requests); OPT's edge over it is its knowledge of the order.
+// - All three start from an empty pool; hit rates are hits / references. With countFrom > 0
 //   the references before that position warm the pool up but are not counted (the load
 //   phase of a benchmark, when only its measured phase should be compared).
 // - readTraceFile throws std::runtime_error with the reader's message.
@@ -42,6 +49,7 @@ struct SimResult {
 SimResult simulate(const Trace& trace, const std::string& policy, uint64_t poolPages, size_t batch = 1,
                    uint64_t countFrom = 0);
 SimResult simulateOpt(const Trace& trace, uint64_t poolPages, uint64_t countFrom = 0);
+SimResult simulateA0(const Trace& trace, uint64_t poolPages, uint64_t countFrom = 0);
 // The engine's own hit rate over references countFrom.. (from the trace's miss marks).
 double engineHitRate(const Trace& trace, uint64_t countFrom = 0);
 Trace readTraceFile(const std::string& path);

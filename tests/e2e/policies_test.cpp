@@ -39,7 +39,9 @@ TEST_P(PolicyEndToEnd, OutOfMemoryReadsAndWritesStayIntact) {
   VMS_ASSERT_OK(db->openTree("", true, &tree));
   for (uint64_t i = 0; i < n; i++) {
     VMS_ASSERT_OK(tree->put(pKey(i), pValue(i)));
-    if (i % 1000 == 0) ASSERT_LE(db->stats().resident_pages, db->stats().pool_pages) << i;
+    if (i % 1000 == 0) {
+      ASSERT_LE(db->stats().resident_pages, db->stats().pool_pages) << i;
+    }
   }
   std::vector<uint64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -65,7 +67,9 @@ TEST_P(PolicyEndToEnd, OutOfMemoryReadsAndWritesStayIntact) {
   EXPECT_GT(s.misses, 0u);
   EXPECT_GT(s.victim_ns, 0u);
   EXPECT_GT(s.resident_set_bytes, 0u);
-  if (c.policy != "clock") EXPECT_GT(s.policy_bytes, 0u);
+  if (c.policy != "clock") {
+    EXPECT_GT(s.policy_bytes, 0u);
+  }
   // Reopened with the same policy, everything is there (nothing is kept about the
   // policy on storage: it may change from one open to the next).
   db.reset();
