@@ -51,6 +51,7 @@ struct PolicyRun {
   double victimMsPerSec = 0;
   double simHitRate = -1;  // the simulator's, on the clock trace at this pool (-1: none)
   double optHitRate = -1;
+  double a0HitRate = -1;  // the frequency oracle's (bench/sim/simulator.hpp), same trace
   uint64_t policyBytes = 0;       // memory of the policy's structures at the end
   uint64_t residentSetBytes = 0;  // memory of the resident set at the end
 };
@@ -66,9 +67,9 @@ void printHelp() {
       "Every replacement policy on each workload out of memory: the pool at each\n"
       "percentage of the loaded data's size. Prints one row per run (throughput, hit rate\n"
       "of the measured phase, victim-choice time) and, unless --no-opt, the hit rates\n"
-      "Belady's OPT and the simulator reach on a trace of the same workload at the same\n"
-      "pool. Defaults: --seconds=10 --warmup=2 --threads=2 --ycsb-data=1000000 records\n"
-      "--tpcc-data=2 warehouses, --out=bench-results/policies-TIMESTAMP.\n"
+      "Belady's OPT, the frequency oracle A0 and the simulator reach on a trace of the\n"
+      "same workload at the same pool. Defaults: --seconds=10 --warmup=2 --threads=2\n"
+      "--ycsb-data=1000000 records --tpcc-data=2 warehouses, --out=bench-results/policies-TIMESTAMP.\n"
       "policies: %s\n",
       [] {
         std::string s;
@@ -181,6 +182,7 @@ int cmdBenchPolicies(int argc, char** argv) {
       run.pool = std::max<uint64_t>(kMinPool, dataBytes * pct / 100 / kPage * kPage);
       std::map<std::string, double> simRates;
       double optRate = -1;
+      double a0Rate = -1;
       if (withOpt) {
         // The page-reference string under clock at this pool, replayed offline.
         const std::string trace = outDir + "/" + workload + "-" + std::to_string(pct) + ".trace";
@@ -196,6 +198,7 @@ int cmdBenchPolicies(int argc, char** argv) {
         const uint64_t measured = static_cast<uint64_t>(jsonOr(tr.json, "page_accesses", 0));
         const uint64_t from = t.refs.size() > measured ? t.refs.size() - measured : 0;
         optRate = bench::sim::simulateOpt(t, poolPages, from).hitRate();
+        a0Rate = bench::sim::simulateA0(t, poolPages, from).hitRate();
         for (const std::string& p : policies) {
           simRates[p] = bench::sim::simulate(t, p, poolPages, bench::sim::kEngineBatch, from).hitRate();
         }
@@ -217,6 +220,7 @@ int cmdBenchPolicies(int argc, char** argv) {
         pr.victimMsPerSec = jsonOr(r.json, "victim_ms", 0) / secs;
         if (auto it = simRates.find(policy); it != simRates.end()) pr.simHitRate = it->second;
         pr.optHitRate = optRate;
+        pr.a0HitRate = a0Rate;
         pr.policyBytes = static_cast<uint64_t>(jsonOr(r.json, "policy_bytes", 0));
         pr.residentSetBytes = static_cast<uint64_t>(jsonOr(r.json, "resident_set_bytes", 0));
         runs.push_back(pr);
@@ -227,17 +231,18 @@ int cmdBenchPolicies(int argc, char** argv) {
   // summary.csv and the table.
   std::ofstream csv(outDir + "/summary.csv");
   csv << "workload,pool_percent,pool_bytes,policy,tx_per_s,hit_rate,victim_ms_per_s,sim_hit_rate,opt_hit_rate,"
-         "policy_bytes,resident_set,resident_set_bytes\n";
-  std::printf("%-8s %5s %-10s %12s %9s %9s %9s %10s\n", "workload", "pool", "policy", "tx/s", "hit %", "sim %",
-              "OPT %", "victim ms/s");
+         "policy_bytes,resident_set,resident_set_bytes,a0_hit_rate\n";
+  std::printf("%-8s %5s %-10s %12s %9s %9s %9s %9s %10s\n", "workload", "pool", "policy", "tx/s", "hit %", "sim %",
+              "A0 %", "OPT %", "victim ms/s");
   for (const PolicyRun& r : runs) {
     csv << r.workload << ',' << r.poolPercent << ',' << r.poolBytes << ',' << r.policy << ','
         << fixed(r.txPerSec, 1) << ',' << fixed(r.hitRate, 6) << ',' << fixed(r.victimMsPerSec, 3) << ','
         << fixed(r.simHitRate, 6) << ',' << fixed(r.optHitRate, 6) << ',' << r.policyBytes << ',' << residentSet
-        << ',' << r.residentSetBytes << '\n';
-    std::printf("%-8s %4u%% %-10s %12s %9s %9s %9s %10s\n", r.workload.c_str(), r.poolPercent, r.policy.c_str(),
+        << ',' << r.residentSetBytes << ',' << fixed(r.a0HitRate, 6) << '\n';
+    std::printf("%-8s %4u%% %-10s %12s %9s %9s %9s %9s %10s\n", r.workload.c_str(), r.poolPercent, r.policy.c_str(),
                 withCommas(static_cast<uint64_t>(r.txPerSec)).c_str(), fixed(r.hitRate * 100, 2).c_str(),
                 r.simHitRate < 0 ? "-" : fixed(r.simHitRate * 100, 2).c_str(),
+                r.a0HitRate < 0 ? "-" : fixed(r.a0HitRate * 100, 2).c_str(),
                 r.optHitRate < 0 ? "-" : fixed(r.optHitRate * 100, 2).c_str(), fixed(r.victimMsPerSec, 2).c_str());
   }
   csv.close();

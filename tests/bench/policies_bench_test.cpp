@@ -33,14 +33,16 @@ TEST(BenchPolicies, TinyRunWritesASummaryWithOpt) {
   std::getline(lines, header);
   EXPECT_EQ(header,
             "workload,pool_percent,pool_bytes,policy,tx_per_s,hit_rate,victim_ms_per_s,sim_hit_rate,opt_hit_rate,"
-            "policy_bytes,resident_set,resident_set_bytes");
+            "policy_bytes,resident_set,resident_set_bytes,a0_hit_rate");
   int rows = 0;
   for (std::string line; std::getline(lines, line);) {
     std::vector<std::string> f = fields(line);
-    ASSERT_EQ(f.size(), 12u) << line;
+    ASSERT_EQ(f.size(), 13u) << line;
     EXPECT_EQ(f[10], "hash");
     EXPECT_GT(std::stoull(f[11]), 0u) << line;
-    if (f[3] != "clock") EXPECT_GT(std::stoull(f[9]), 0u) << line;
+    if (f[3] != "clock") {
+      EXPECT_GT(std::stoull(f[9]), 0u) << line;
+    }
     EXPECT_EQ(f[0], "ycsb-c");
     EXPECT_EQ(f[1], "20");
     EXPECT_GT(std::stod(f[4]), 0) << line;
@@ -48,6 +50,9 @@ TEST(BenchPolicies, TinyRunWritesASummaryWithOpt) {
     EXPECT_GT(hit, 0.0) << line;
     EXPECT_LT(hit, 1.0) << line;
     EXPECT_GE(opt, sim) << "OPT is the best hit rate on the trace: " << line;
+    double a0 = std::stod(f[12]);
+    EXPECT_GT(a0, 0.0) << line;
+    EXPECT_LE(a0, 1.0) << line;
     rows++;
   }
   EXPECT_EQ(rows, 3);
