@@ -145,6 +145,8 @@ class BasicBTree {
   uint64_t countKeys();
 
  private:
+  // Puts savedRoot's content back into the (exclusively held) root: undoes drop().
+  static void restoreRoot(BTreeNode* root, const Page* savedRoot);
   struct ValueRef {
     uint64_t pid;
     uint32_t len;

@@ -634,13 +634,14 @@ bool BasicBTree<BM>::isDropped() {
 template <class BM>
 void BasicBTree<BM>::drop(std::vector<PageRun>* pages, Page* savedRoot) {
   pages->clear();
-  {
-    NodeX root(bm_, root_);
-    if (root->dropped()) throw StorageError(Status::NotFound("the tree was dropped"));
-    std::memcpy(savedRoot, root.get(), kPageSize);
-    root->init(true, {}, {});
-    root->flags = BTreeNode::kDropped;
-  }
+  // The root stays locked until the walk is done: it cannot be evicted meanwhile, so
+  // undoing a failed walk is a copy that cannot fail (a read of an evicted root could,
+  // on the very device that made the walk fail).
+  NodeX root(bm_, root_);
+  if (root->dropped()) throw StorageError(Status::NotFound("the tree was dropped"));
+  std::memcpy(savedRoot, root.get(), kPageSize);
+  root->init(true, {}, {});
+  root->flags = BTreeNode::kDropped;
   // Nobody reaches the rest any more: every new descent stops at the dropped root, and
   // operations already below it fail validation once a page they read is freed.
   try {
@@ -665,7 +666,7 @@ void BasicBTree<BM>::drop(std::vector<PageRun>* pages, Page* savedRoot) {
       visit(node.get());
     }
   } catch (...) {
-    undrop(savedRoot);
+    restoreRoot(root.get(), savedRoot);
     throw;
   }
 }
@@ -673,8 +674,14 @@ void BasicBTree<BM>::drop(std::vector<PageRun>* pages, Page* savedRoot) {
 template <class BM>
 void BasicBTree<BM>::undrop(const Page* savedRoot) {
   NodeX root(bm_, root_);
-  std::memcpy(reinterpret_cast<unsigned char*>(root.get()) + sizeof(PageHeader),
+  restoreRoot(root.get(), savedRoot);
+}
+
+template <class BM>
+void BasicBTree<BM>::restoreRoot(BTreeNode* root, const Page* savedRoot) {
+  std::memcpy(reinterpret_cast<unsigned char*>(root) + sizeof(PageHeader),
               reinterpret_cast<const unsigned char*>(savedRoot) + sizeof(PageHeader), kPagePayload);
+  root->page.kind = savedRoot->header.kind;  // drop made it a leaf: an inner root is one again
 }
 
 template <class BM>
