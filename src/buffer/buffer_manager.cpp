@@ -71,16 +71,25 @@ void BufferManager::stopProvider() {
 void BufferManager::providerLoop() {
   const uint64_t target = providerTarget();
   auto needed = [&] { return physUsed_.load(std::memory_order_seq_cst) + target >= poolPages_; };
+  bool stalled = false;  // the last round freed nothing
   for (;;) {
     {
       std::unique_lock g(providerMutex_);
       providerSleeping_.store(true, std::memory_order_seq_cst);
+      if (stalled) {
+        // Nothing was evictable (every page in use, or write-back failing): wait for a
+        // miss to wake it, or a while, rather than hold the eviction mutex in a loop
+        // that keeps the misses from evicting (or failing) inline.
+        providerKicked_ = false;
+        providerWake_.wait_for(g, std::chrono::milliseconds(10), [&] { return providerStop_ || providerKicked_; });
+      }
       providerWake_.wait(g, [&] { return providerStop_ || needed(); });
       providerSleeping_.store(false, std::memory_order_relaxed);
       if (providerStop_) return;
     }
-    // Evict until the target is free again. A batch that frees nothing (every page in
-    // use, or write-back failing) ends the round: the misses then evict (or fail) inline.
+    // Evict until the target is free again. A batch that frees nothing ends the round:
+    // the misses then evict (or fail) inline.
+    stalled = false;
     while (needed()) {
       uint64_t before = physUsed_.load(std::memory_order_relaxed);
       try {
@@ -88,7 +97,10 @@ void BufferManager::providerLoop() {
         evictBatch(true);
       } catch (const StorageError&) {
       }
-      if (physUsed_.load(std::memory_order_relaxed) >= before) break;
+      if (physUsed_.load(std::memory_order_relaxed) >= before) {
+        stalled = true;
+        break;
+      }
       std::lock_guard g(providerMutex_);
       if (providerStop_) return;
     }
@@ -98,6 +110,7 @@ void BufferManager::providerLoop() {
 void BufferManager::wakeProvider() {
   if (!providerSleeping_.load(std::memory_order_seq_cst)) return;
   std::lock_guard g(providerMutex_);
+  providerKicked_ = true;
   providerWake_.notify_one();
 }
 
@@ -377,14 +390,20 @@ void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<ui
   }
 }
 
-void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty) {
+void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty,
+                                     std::vector<uint64_t>& unoffered) {
   // The policy's choice, at most one batch. A page locked or in use now is kept (to the
   // policy, a reference). Nobody marks pages under a policy: an unlocked page is
-  // evictable. While write-back fails, the policy is asked again until some clean
-  // candidates are found (as the clock sweeps on), so that reads go on; the dirty ones
-  // found on the way are still tried, so a device that has room again is noticed.
+  // evictable. While write-back fails, the policy is asked once more if it offered no
+  // clean candidate (as the clock sweeps on), so that reads go on; one dirty one
+  // found on the way is still tried, so a device that has room again is noticed. If the
+  // policy offers no clean page at all, clean pages are taken in resident-set order
+  // (unoffered: they leave the policy as removed, not evicted).
   const bool failing = writeBackFailing();
-  const uint64_t maxRounds = failing ? residentPages() / kEvictBatch + 2 : 1;
+  const uint64_t maxRounds = failing ? 2 : 1;
+  // While write-back fails, one dirty candidate per batch (to notice a device with room
+  // again); the rest of the batch is for clean pages, which reads need.
+  const uint64_t maxDirty = failing ? 1 : kEvictBatch;
   uint64_t offered[kEvictBatch];
   uint64_t kept = 0;
   for (uint64_t round = 0; round < maxRounds; round++) {
@@ -402,7 +421,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
         if (!isDirty(pageAt(pid))) {
           clean.push_back(pid);
           taken = true;
-        } else if (ps.tryLockS(w)) {
+        } else if (dirty.size() < maxDirty && ps.tryLockS(w)) {
           dirty.push_back(pid);
           taken = true;
         }
@@ -414,15 +433,36 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
     }
   }
   if (kept) counters_.add(Counter::kVictimsKept, kept);
+  if (failing && clean.empty()) {
+    // The policy's order offered only dirty pages (2Q, say, offers all of Am before the
+    // new pages of A1in): take clean unlocked pages in resident-set order, so that reads
+    // go on. They leave the policy as removed (they were never offered).
+    // A few at a time: what a read needs, without evicting the pages the reads that
+    // follow will use (the path to the leaf they just read).
+    constexpr size_t kFallback = 8;
+    uint64_t scanned = 0;
+    while (clean.size() < kFallback && scanned < resident_.capacity()) {
+      resident_.advanceClock(256, [&](uint64_t pid) {
+        if (clean.size() >= kFallback || std::find(dirty.begin(), dirty.end(), pid) != dirty.end()) return;
+        uint64_t s = PageState::stateOf(state(pid).load());
+        if ((s == PageState::kUnlocked || s == PageState::kMarked) && !isDirty(pageAt(pid))) {
+          clean.push_back(pid);
+          unoffered.push_back(pid);
+        }
+      });
+      scanned += 256;
+    }
+  }
 }
 
 void BufferManager::evictBatch(bool byProvider) {
   std::vector<uint64_t> clean;
   std::vector<uint64_t> dirty;
+  std::vector<uint64_t> unoffered;  // clean candidates the policy did not offer
   // (1) choose candidates: the clock, or the policy.
   auto chooseStart = std::chrono::steady_clock::now();
   if (policy_) {
-    policyCandidates(clean, dirty);
+    policyCandidates(clean, dirty, unoffered);
   } else {
     clockCandidates(clean, dirty);
   }
@@ -453,9 +493,10 @@ void BufferManager::evictBatch(bool byProvider) {
       ps.unlockX();
       ok = false;
     }
+    const bool offered = std::find(unoffered.begin(), unoffered.end(), pid) == unoffered.end();
     if (ok) {
       locked.push_back(pid);
-    } else if (policy_) {
+    } else if (policy_ && offered) {
       policy_->kept(pid);
     }
   }
@@ -490,7 +531,13 @@ void BufferManager::evictBatch(bool byProvider) {
   // (5) forget them and unlock them as evicted (new version: optimistic readers restart).
   for (uint64_t pid : locked) {
     resident_.remove(pid);
-    if (policy_) policy_->evicted(pid);
+    if (policy_) {
+      if (std::find(unoffered.begin(), unoffered.end(), pid) == unoffered.end()) {
+        policy_->evicted(pid);
+      } else {
+        policy_->removed(pid);
+      }
+    }
     state(pid).unlockXEvicted();
   }
   physUsed_.fetch_sub(frames, std::memory_order_relaxed);

@@ -40,6 +40,10 @@
 //   only when no page at all could be evicted. While write-back fails (writeBackFailing),
 //   a read that finds no evictable page may use a small reserve beyond the budget
 //   (readReserve(): 1/16 of the pool, at least 16 pages) rather than fail; writes may not.
+//   Meanwhile an eviction tries one dirty page (to notice a device with room again) and
+//   otherwise clean ones: under a policy that offers none, a few in resident-set order.
+//   The page provider, after a round that freed nothing, waits for a miss to wake it
+//   (or 10 ms) rather than hold the eviction mutex in a loop.
 // - Read-ahead (issue 7 item 4): readAhead(pids) reads in, together, those of pids that
 //   are evicted and not locked (others are skipped), and returns once they are resident
 //   or their read failed (a failed read-ahead leaves the page evicted and reports
@@ -297,7 +301,7 @@ class BufferManager {
   void residentDrop(uint64_t pid);
   // Step (1) of an eviction: candidates by clock or by the policy.
   void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty);
-  void policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty);
+  void policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, std::vector<uint64_t>& unoffered);
   uint64_t optimisticBeginSlow(uint64_t pid);
   void reserveFrame(bool forRead);
   void reserveFrames(uint64_t n, bool forRead);  // all or none
@@ -354,6 +358,7 @@ class BufferManager {
   std::mutex providerMutex_;
   std::condition_variable providerWake_;
   bool providerStop_ = false;                 // under providerMutex_
+  bool providerKicked_ = false;               // under providerMutex_: a miss woke it
   std::atomic<bool> providerOn_{false};       // the thread runs (read by every miss)
   alignas(64) std::atomic<bool> providerSleeping_{false};
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
