@@ -187,7 +187,7 @@ int cmdBenchPolicies(int argc, char** argv) {
         // The page-reference string under clock at this pool, replayed offline.
         const std::string trace = outDir + "/" + workload + "-" + std::to_string(pct) + ".trace";
         bench::RunOptions traced = run;
-        traced.vmstoreConfig = "resident_set=" + residentSet + ",trace=" + trace;
+        traced.vmstoreConfig = "policy=clock,resident_set=" + residentSet + ",trace=" + trace;
         log << workload << " " << pct << "%: recording a trace\n" << std::flush;
         bench::RunResult tr =
             runOne(traced, outDir + "/runs/" + workload + "-" + std::to_string(pct) + "-trace.csv", log);

@@ -70,6 +70,19 @@ int cmdStats(int argc, char** argv) {
   line("policy_bytes", st.policy_bytes);
   line("resident_set_bytes", st.resident_set_bytes);
   line("tlb_shootdowns", st.tlb_shootdowns);
+  if (st.tier_count > 0) {  // memory tiers (config tiers)
+    for (uint64_t t = 0; t < st.tier_count; t++) {
+      line(("tier" + std::to_string(t)).c_str(), "node " + std::to_string(st.tier_node[t]) + ", " +
+                                                   std::to_string(st.tier_pages[t]) + " of " +
+                                                   std::to_string(st.tier_budget_pages[t]) + " pages");
+    }
+    line("demoted_pages", st.demoted_pages);
+    line("promoted_pages", st.promoted_pages);
+    line("migrate_failures", st.migrate_failures);
+    line("migrate_calls", st.migrate_calls);
+    line("migrate_ns", st.migrate_ns);
+    line("migrate_tlb_shootdowns", st.migrate_tlb_shootdowns);
+  }
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);
   line("log_file_size", humanBytes(st.log_file_bytes));

@@ -28,9 +28,26 @@ struct Stats {
   // row of /proc/interrupts; 0 where it is missing). Divided by evictions: the
   // shootdowns an eviction costs, while this database is what runs.
   uint64_t tlb_shootdowns = 0;
+  // Memory tiers (config tiers; all 0 without): frames moved one tier down (demoted)
+  // and up (promoted), pages whose move failed (they stay and are retried), the system
+  // calls that moved them, the time spent moving, and the TLB shootdown interrupts
+  // counted on this machine during the moves (divided by demoted + promoted: the
+  // shootdowns a migrated page costs).
+  uint64_t demoted_pages = 0;
+  uint64_t promoted_pages = 0;
+  uint64_t migrate_failures = 0;
+  uint64_t migrate_calls = 0;
+  uint64_t migrate_ns = 0;
+  uint64_t migrate_tlb_shootdowns = 0;
   // State now.
   uint64_t pool_pages = 0;      // budget of the pool, in 4 KiB pages
   uint64_t resident_pages = 0;  // pages in memory now (never above pool_pages)
+  // With tiers: how many, and per tier (fastest first) its NUMA node, its budget and the
+  // frames it holds now (never above the budget).
+  uint64_t tier_count = 0;
+  int64_t tier_node[4] = {};
+  uint64_t tier_budget_pages[4] = {};
+  uint64_t tier_pages[4] = {};
   uint64_t page_count = 0;      // pages allocated in the data file (used + free)
   uint64_t free_pages = 0;      // pages free for reuse
   uint64_t file_bytes = 0;      // bytes on storage: the data file plus the page journal

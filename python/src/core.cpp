@@ -792,6 +792,21 @@ class DbCore {
     d["policy_bytes"] = s.policy_bytes;
     d["resident_set_bytes"] = s.resident_set_bytes;
     d["tlb_shootdowns"] = s.tlb_shootdowns;
+    nb::list tiers;
+    for (uint64_t t = 0; t < s.tier_count; t++) {
+      nb::dict tier;
+      tier["node"] = s.tier_node[t];
+      tier["budget_pages"] = s.tier_budget_pages[t];
+      tier["pages"] = s.tier_pages[t];
+      tiers.append(tier);
+    }
+    d["tiers"] = tiers;
+    d["demoted_pages"] = s.demoted_pages;
+    d["promoted_pages"] = s.promoted_pages;
+    d["migrate_failures"] = s.migrate_failures;
+    d["migrate_calls"] = s.migrate_calls;
+    d["migrate_ns"] = s.migrate_ns;
+    d["migrate_tlb_shootdowns"] = s.migrate_tlb_shootdowns;
     d["pool_pages"] = s.pool_pages;
     d["resident_pages"] = s.resident_pages;
     d["page_count"] = s.page_count;

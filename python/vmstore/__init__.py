@@ -177,6 +177,15 @@ def _close_all() -> None:
 
 
 def _config_value(key: str, value: Any) -> str:
+    if key == "tiers" and isinstance(value, (list, tuple)):
+        # [(node, size), ...], fastest first: the config's NODE:SIZE+NODE:SIZE.
+        items = []
+        for tier in value:
+            if not isinstance(tier, (list, tuple)) or len(tier) != 2:
+                raise ValueError(f"tiers: each tier is (node, size), not {tier!r}")
+            node, size = tier
+            items.append(f"{_config_value('tiers', node)}:{_config_value('tiers', size)}")
+        return "+".join(items)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -191,14 +200,16 @@ def _config_value(key: str, value: Any) -> str:
 def open(  # noqa: A001 (the module's entry point, like dbm.open and lmdb.open)
     path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     *,
-    pool_size: Union[str, int] = "1G",
+    pool_size: Union[str, int, None] = None,
     create: bool = True,
-    **config: Union[str, int, bool],
+    **config: Any,
 ) -> "Database":
     """Opens (by default creates) the database in directory ``path``.
 
     ``pool_size`` is the buffer pool's memory budget: bytes as an int, or a string with a
-    K/M/G/T suffix (``"256M"``; at least 1M). With ``create=False`` a missing database is
+    K/M/G/T suffix (``"256M"``; at least 1M; default ``"1G"``). ``tiers`` splits the pool
+    over memory tiers instead, fastest first: ``[(0, "4G"), (1, "16G")]`` (NUMA node,
+    size), or the config string ``"0:4G+1:16G"``. With ``create=False`` a missing database is
     an :class:`InvalidArgumentError`. Other keyword arguments are the C API's config keys
     (today ``max_size``, the largest the data file may grow, default ``"1T"``); an unknown
     key raises :class:`InvalidArgumentError` naming it.
@@ -207,7 +218,9 @@ def open(  # noqa: A001 (the module's entry point, like dbm.open and lmdb.open)
     :class:`CorruptionError` when its file is damaged or was not closed cleanly. The
     returned :class:`Database` is a context manager that closes it on exit.
     """
-    settings = {"pool_size": pool_size, "create": create, **config}
+    settings = {"create": create, **config}
+    if pool_size is not None:
+        settings["pool_size"] = pool_size
     cfg = ",".join(f"{key}={_config_value(key, value)}" for key, value in settings.items())
     core = _core.open(os.fsencode(path), cfg)
     db = Database(core, os.fsdecode(path))

@@ -14,6 +14,7 @@
 #include "api/validate.hpp"
 #include "os/io.hpp"
 #include "os/memory.hpp"
+#include "os/numa.hpp"
 #include "policy/registry.hpp"
 #include "task/cooperative.hpp"
 #include "vmstore/limits.hpp"
@@ -62,15 +63,54 @@ std::string sizeText(uint64_t bytes) {
 TreeImpl::TreeImpl(DatabaseImpl* db, std::string name, uint64_t root)
     : db(db), name(std::move(name)), btree(db->bufferManager(), root), handle(this) {}
 
+// Tiers (Options::tiers): on nodes with memory here, with the clock policy.
+static Status checkTiersConfig(const Options& options) {
+  if (options.tiers.empty()) return Status::OK();
+  if (options.tiers.size() > kMaxTiers) {
+    return Status::InvalidArgument("config tiers: at most " + std::to_string(kMaxTiers) + " tiers");
+  }
+  if (options.policy != "clock" && options.policy != Options().policy) {
+    return Status::InvalidArgument("config tiers work with policy=clock only (policy=" + options.policy +
+                                   " was given)");
+  }
+  if (options.migrate_batch < 1 || options.migrate_batch > 4096) {
+    return Status::InvalidArgument("config migrate_batch must be from 1 to 4096");
+  }
+  std::vector<int> nodes = numa::memoryNodes();
+  std::string known;
+  for (int n : nodes) known += (known.empty() ? "" : ", ") + std::to_string(n);
+  for (size_t i = 0; i < options.tiers.size(); i++) {
+    const MemoryTier& t = options.tiers[i];
+    if (t.size < (1ull << 20)) {
+      return Status::InvalidArgument("config tiers: tier " + std::to_string(i) + " must be at least 1M");
+    }
+    if (std::find(nodes.begin(), nodes.end(), t.node) == nodes.end()) {
+      return Status::InvalidArgument("config tiers: tier " + std::to_string(i) + "'s NUMA node " +
+                                     std::to_string(t.node) + " has no memory on this machine (nodes with memory: " +
+                                     known + ")");
+    }
+  }
+  return Status::OK();
+}
+
 Status DatabaseImpl::open(const std::string& dir, const Options& options, std::unique_ptr<DatabaseImpl>* out) {
   if (dir.empty()) return Status::InvalidArgument("database directory name is empty");
+  Status tierCheck = checkTiersConfig(options);
+  if (!tierCheck.ok()) return tierCheck;
   uint64_t poolPages = options.pool_size / kPageSize;
+  std::vector<TierSpec> tierSpecs;
+  for (const MemoryTier& t : options.tiers) tierSpecs.push_back({t.node, t.size / kPageSize});
+  if (!tierSpecs.empty()) {
+    poolPages = 0;
+    for (const TierSpec& t : tierSpecs) poolPages += t.pages;
+  }
   uint64_t maxPages = options.max_size / kPageSize;
   if (poolPages < BufferManager::kMinPoolPages) return Status::InvalidArgument("pool_size must be at least 1M");
   if (maxPages < 256) return Status::InvalidArgument("max_size must be at least 1M");
   uint64_t memory = usableMemoryBytes();
-  if (memory != 0 && options.pool_size > memory) {
-    return Status::NoMemory("pool_size of " + sizeText(options.pool_size) + " exceeds the " + sizeText(memory) +
+  if (memory != 0 && poolPages * kPageSize > memory) {
+    return Status::NoMemory(std::string(tierSpecs.empty() ? "pool_size" : "the tiers' sizes together") + " of " +
+                            sizeText(poolPages * kPageSize) + " exceed the " + sizeText(memory) +
                             " of memory this process may use");
   }
 
@@ -104,12 +144,14 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
       db->bm_ = std::make_unique<BufferManager>(
           &db->file_, poolPages, maxPages, 1,
           options.resident_set == ResidentSetType::kBitmap ? ResidentSetKind::kBitmap : ResidentSetKind::kHash);
-      // clock is the buffer manager's own (over page-state marks, no hit hook).
-      // (The test suite's override runs even clock as a Policy object, via the hooks.)
-      if (options.policy != "clock") {
-        db->bm_->setPolicy(makePolicy(options.policy, poolPages, maxPages));
-      } else if (!defaultPolicyOverride().empty()) {
-        db->bm_->setPolicy(makePolicy(defaultPolicyOverride(), poolPages, maxPages));
+      // clock is the buffer manager's own (over page-state marks, no hit hook). The test
+      // suite's override replaces the default policy (registry.hpp).
+      std::string policy = options.policy;
+      if (!defaultPolicyOverride().empty() && policy == Options().policy) policy = defaultPolicyOverride();
+      if (!tierSpecs.empty()) {
+        db->bm_->setTiers(tierSpecs, options.migrate, options.migrate_batch);  // with the built-in clock
+      } else if (policy != "clock") {
+        db->bm_->setPolicy(makePolicy(policy, poolPages, maxPages));
       }
       return Status::OK();
     });
@@ -658,6 +700,7 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
     if (!droppedRootsFreed_) {
       for (auto& t : droppedTrees_) used.push_back(t->btree.rootPid());
     }
+    bm_->checkTiers(problems);
     if (log_.writing()) {
       // The log holds exactly the records appended since the last checkpoint, all valid.
       ReplayInfo info;

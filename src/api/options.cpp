@@ -62,8 +62,47 @@ bool parseSize(std::string_view text, uint64_t* out) {
   return true;
 }
 
+namespace {
+
+// "0:4G+1:16G": NODE:SIZE items joined by '+', fastest tier first.
+Status parseTiers(std::string_view value, std::vector<MemoryTier>* out) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("config tiers='" + std::string(value) + "': " + why +
+                                   " (expected NODE:SIZE+NODE:SIZE..., fastest first, e.g. tiers=0:4G+1:16G)");
+  };
+  std::vector<MemoryTier> tiers;
+  while (!value.empty() || tiers.empty()) {
+    size_t plus = value.find('+');
+    std::string_view item = trim(value.substr(0, plus));
+    value = plus == std::string_view::npos ? std::string_view() : value.substr(plus + 1);
+    size_t colon = item.find(':');
+    if (colon == std::string_view::npos) return bad("tier '" + std::string(item) + "' is not NODE:SIZE");
+    uint64_t node;
+    std::string_view nodeText = trim(item.substr(0, colon));
+    if (nodeText.empty() || !parseCount(nodeText, 0, 1023, &node)) {
+      return bad("'" + std::string(nodeText) + "' is not a NUMA node number (0 .. 1023)");
+    }
+    MemoryTier t;
+    t.node = static_cast<int>(node);
+    if (!parseSize(item.substr(colon + 1), &t.size)) return bad("'" + std::string(item.substr(colon + 1)) + "' is not a size");
+    if (t.size < (1ull << 20)) return bad("each tier must be at least 1M");
+    tiers.push_back(t);
+    if (tiers.size() > kMaxTiers) return bad("at most " + std::to_string(kMaxTiers) + " tiers");
+    if (plus != std::string_view::npos && value.empty()) return bad("a tier is missing after '+'");
+  }
+  uint64_t total = 0;
+  for (const MemoryTier& t : tiers) total += t.size;
+  if (total > (1ull << 46)) return bad("the tiers add up to more than 64T");
+  *out = std::move(tiers);
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Options::parse(std::string_view config, Options* out) {
   Options o = *out;
+  bool poolGiven = false;
+  bool tiersGiven = false;
   while (!config.empty()) {
     size_t comma = config.find(',');
     std::string_view item = trim(config.substr(0, comma));
@@ -88,6 +127,7 @@ Status Options::parse(std::string_view config, Options* out) {
         return Status::InvalidArgument("config " + std::string(key) + " must be at most 64T");
       }
       (key == "pool_size" ? o.pool_size : o.max_size) = size;
+      if (key == "pool_size") poolGiven = true;
     } else if (bool* flag = key == "create"          ? &o.create
                             : key == "direct_io"     ? &o.direct_io
                             : key == "page_provider" ? &o.page_provider
@@ -147,6 +187,25 @@ Status Options::parse(std::string_view config, Options* out) {
       } else {
         return Status::InvalidArgument("config resident_set='" + std::string(value) + "' is not hash or bitmap");
       }
+    } else if (key == "tiers") {
+      Status st = parseTiers(value, &o.tiers);
+      if (!st.ok()) return st;
+      tiersGiven = true;
+    } else if (key == "migrate_batch") {
+      uint64_t pages;
+      if (!parseCount(value, 1, 4096, &pages)) {
+        return Status::InvalidArgument("config migrate_batch='" + std::string(value) +
+                                       "' is not a number of pages from 1 to 4096");
+      }
+      o.migrate_batch = static_cast<uint32_t>(pages);
+    } else if (key == "migrate") {
+      if (value == "move_pages") {
+        o.migrate = MigrateMode::kMovePages;
+      } else if (value == "mbind") {
+        o.migrate = MigrateMode::kMbind;
+      } else {
+        return Status::InvalidArgument("config migrate='" + std::string(value) + "' is not move_pages or mbind");
+      }
     } else if (key == "log_size") {
       uint64_t size;
       if (!parseSize(value, &size)) {
@@ -160,8 +219,13 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io, page_provider, read_ahead, policy, resident_set, trace)");
+                                     "log_size, direct_io, io, page_provider, read_ahead, policy, resident_set, trace, "
+                                     "tiers, migrate_batch, migrate)");
     }
+  }
+  if (poolGiven && tiersGiven) {
+    return Status::InvalidArgument("config pool_size and tiers both given: with tiers the pool is the sum of the "
+                                   "tiers' sizes; give one of them");
   }
   *out = o;
   return Status::OK();

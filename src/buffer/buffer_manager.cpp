@@ -228,6 +228,7 @@ void BufferManager::readInLocked(uint64_t pid, uint64_t pages) {
   }
   if (!st.ok()) {
     releaseFrame(pid, pages);
+    if (tiers_) tiers_->release(0, pages);
     state(pid).unlockXEvicted();
     throw StorageError(st);
   }
@@ -279,6 +280,7 @@ void BufferManager::reserveFrames(uint64_t n, bool forRead) {
     for (; done < n; done++) reserveFrame(forRead);
   } catch (...) {
     physUsed_.fetch_sub(done, std::memory_order_relaxed);
+    if (tiers_) tiers_->release(0, done);
     throw;
   }
 }
@@ -301,6 +303,17 @@ void BufferManager::markTails(uint64_t pid, uint64_t pages, bool on) {
 }
 
 void BufferManager::reserveFrame(bool forRead) {
+  reservePoolFrame(forRead);
+  if (!tiers_) return;
+  try {
+    reserveTopFrames(1);
+  } catch (...) {
+    physUsed_.fetch_sub(1, std::memory_order_relaxed);
+    throw;
+  }
+}
+
+void BufferManager::reservePoolFrame(bool forRead) {
   const bool provider = providerOn_.load(std::memory_order_relaxed);
   uint64_t headroom = provider ? providerTarget() : std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
   for (uint64_t attempt = 0;; attempt++) {
@@ -356,23 +369,28 @@ void BufferManager::setAccessListener(AccessListener* listener) {
 }
 
 void BufferManager::residentAdd(uint64_t pid) {
+  if (tiers_) tiers_->setTier(pid, 0);  // its frames were reserved in tier 0
   resident_.insert(pid);
   if (policy_) policy_->admit(pid);
   if (listener_) listener_->onAccess(pid, true);
 }
 
-void BufferManager::residentDrop(uint64_t pid) {
+void BufferManager::residentDrop(uint64_t pid, uint64_t frames) {
+  if (tiers_) tiers_->release(tiers_->tierOf(pid), frames);
   resident_.remove(pid);
   if (policy_) policy_->removed(pid);
 }
 
-void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty) {
-  // Mark unlocked pages, collect marked ones; shared-lock the dirty ones.
+void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier) {
+  // Mark unlocked pages, collect marked ones; shared-lock the dirty ones. With tiers,
+  // only pages of `tier`; an unmarked one there (used since the hand last passed) is
+  // noted as hot, to move up a tier (promote).
   uint64_t scanned = 0;
   const uint64_t step = 256;
   while (clean.size() + dirty.size() < kEvictBatch && scanned < resident_.capacity()) {
     resident_.advanceClock(step, [&](uint64_t pid) {
       if (clean.size() + dirty.size() >= kEvictBatch) return;
+      if (tier >= 0 && tiers_->tierOf(pid) != static_cast<unsigned>(tier)) return;
       PageState& ps = state(pid);
       uint64_t w = ps.load();
       uint64_t s = PageState::stateOf(w);
@@ -383,6 +401,7 @@ void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<ui
           clean.push_back(pid);
         }
       } else if (s == PageState::kUnlocked) {
+        if (tier > 0) noteHot(static_cast<unsigned>(tier), pid);
         ps.tryMark(w);
       }
     });
@@ -455,7 +474,9 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
   }
 }
 
-void BufferManager::evictBatch(bool byProvider) {
+void BufferManager::evictBatch(bool byProvider, int tier) {
+  // With tiers, pages leave memory from the slowest tier (unless told another).
+  if (tiers_ && tier < 0) tier = static_cast<int>(tiers_->last());
   std::vector<uint64_t> clean;
   std::vector<uint64_t> dirty;
   std::vector<uint64_t> unoffered;  // clean candidates the policy did not offer
@@ -464,7 +485,7 @@ void BufferManager::evictBatch(bool byProvider) {
   if (policy_) {
     policyCandidates(clean, dirty, unoffered);
   } else {
-    clockCandidates(clean, dirty);
+    clockCandidates(clean, dirty, tier);
   }
   counters_.add(Counter::kVictimNanos,
                 static_cast<uint64_t>(
@@ -522,6 +543,7 @@ void BufferManager::evictBatch(bool byProvider) {
   for (uint64_t pid : locked) {
     runs.push_back({pid, spanOf(pageAt(pid)->header)});
     frames += runs.back().pages;
+    if (tiers_) tiers_->release(tiers_->tierOf(pid), runs.back().pages);
   }
   size_t calls = 0;
   try {
@@ -791,9 +813,15 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages) {
   std::vector<uint64_t> wasResident;
   for (uint64_t i = 0; i < pages; i++) {
     if (lockFreePage(pid + i)) {
-      residentDrop(pid + i);
+      residentDrop(pid + i, 1);
       wasResident.push_back(pid + i);
     }
+  }
+  if (tiers_) {
+    // Their frames may be on any tier's node: give them back, and reserve the span's
+    // frames in the fastest tier like any new page (released frames read as zeros).
+    for (uint64_t r : wasResident) releaseFrame(r, 1);
+    wasResident.clear();
   }
   try {
     reserveFrames(pages - wasResident.size(), false);
@@ -830,7 +858,7 @@ void BufferManager::freeSpan(uint64_t pid, uint64_t pages) {
       throw;
     }
     __atomic_store_n(&p->header.dirty, 0, __ATOMIC_RELAXED);  // its content is dead
-    residentDrop(pid);
+    residentDrop(pid, pages);
     releaseFrame(pid, pages);
   }
   markTails(pid, pages, false);
@@ -871,6 +899,20 @@ void BufferManager::fillStats(Stats* s) const {
   s->resident_set_bytes = resident_.memoryBytes();
   s->pool_pages = poolPages_;
   s->resident_pages = residentPages();
+  if (tiers_) {
+    s->tier_count = tiers_->count();
+    for (unsigned t = 0; t < tiers_->count(); t++) {
+      s->tier_node[t] = tiers_->node(t);
+      s->tier_budget_pages[t] = tiers_->budget(t);
+      s->tier_pages[t] = tiers_->used(t);
+    }
+    s->demoted_pages = demotedPages();
+    s->promoted_pages = promotedPages();
+    s->migrate_failures = migrator_->runsFailed();
+    s->migrate_calls = migrator_->calls();
+    s->migrate_ns = migrator_->nanos();
+    s->migrate_tlb_shootdowns = migrator_->tlbShootdowns();
+  }
   s->page_count = pageCount();
   s->free_pages = freeSpace_.size();
   s->file_bytes = file_->sizeBytes();

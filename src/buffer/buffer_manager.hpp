@@ -69,6 +69,21 @@
 //   appendFreePages(n) grows the file by n free pages.
 // - Pages are read from and written to a PageStore (page_store.hpp): the data file in
 //   place by default, the page journal in a database.
+// - Memory tiers (issue 11; paper 003, setTiers() before use): the pool is split into
+//   tiers, fastest first, each a NUMA node and a budget of frames that is a hard limit
+//   (TierMap). A page read in or allocated takes frames in tier 0 (the area's placement
+//   prefers tier 0's node): when tier 0 is full, demote(0) moves a round of its cold
+//   pages (clock: marked, i.e. not used since the hand last passed) to tier 1, first
+//   making room there the same way; pages leave memory (evictBatch) only from the last
+//   tier. A page the hand finds used in a lower tier is noted hot; after a demotion
+//   frees room in tier t, up to half of it takes hot pages of tier t + 1 (promote).
+//   A move changes the page table only (Migrator: move_pages in batches, or mbind page
+//   by page), never the page's address, and holds the page shared: optimistic readers
+//   and shared holders go on (an access during the kernel's copy waits in the page
+//   fault, and the content is the same after), writers wait for the batch, eviction
+//   skips the page. A page whose move fails stays in its tier (still counted there) and
+//   is retried first next time; the others move. Each page is in exactly one tier
+//   (tierOf) and each tier within its budget (checkTiers). Only with the built-in clock.
 // - Checkpoint epochs (copy-on-write snapshots). Every dirty page carries the checkpoint
 //   interval (epoch) it was changed in (PageHeader::dirty: 0 clean, else a tag for the
 //   epoch's parity), and is sealed with that epoch when written. setEpoch(e + 1), the
@@ -90,6 +105,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -105,6 +121,8 @@
 #include "os/vm_area.hpp"
 #include "policy/policy.hpp"
 #include "sync/page_state.hpp"
+#include "tier/migrator.hpp"
+#include "tier/tier_map.hpp"
 #include "vmstore/stats.hpp"
 
 namespace vmstore::internal {
@@ -274,6 +292,17 @@ class BufferManager {
   ResidentSetKind residentSetKind() const { return resident_.kind(); }
   uint64_t residentSetBytes() const { return resident_.memoryBytes(); }
 
+  // Memory tiers (see the contract): budgets adding up to the pool, clock only. Before
+  // use. Throws std::invalid_argument otherwise.
+  void setTiers(const std::vector<TierSpec>& tiers, MigrateMode mode, size_t batch);
+  const TierMap* tiers() const { return tiers_.get(); }
+  Migrator* migrator() const { return migrator_.get(); }
+  uint64_t demotedPages() const { return demoted_.load(std::memory_order_relaxed); }
+  uint64_t promotedPages() const { return promoted_.load(std::memory_order_relaxed); }
+  // Appends what breaks "each resident page in exactly one tier, each tier within its
+  // budget, each page's frames on its tier's node" (nothing without tiers).
+  void checkTiers(std::vector<std::string>* problems) const;
+
   FreeSpace& freeSpace() { return freeSpace_; }
   Counters& counters() { return counters_; }
   void countRestart() { counters_.add(Counter::kRestarts); }
@@ -298,12 +327,13 @@ class BufferManager {
   }
   // pid became resident (the resident set, the policy, the listener) / left it.
   void residentAdd(uint64_t pid);
-  void residentDrop(uint64_t pid);
-  // Step (1) of an eviction: candidates by clock or by the policy.
-  void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty);
+  void residentDrop(uint64_t pid, uint64_t frames);
+  // Step (1) of an eviction: candidates by clock (of one tier: tier >= 0) or by the policy.
+  void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier = -1);
   void policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, std::vector<uint64_t>& unoffered);
   uint64_t optimisticBeginSlow(uint64_t pid);
-  void reserveFrame(bool forRead);
+  void reserveFrame(bool forRead);  // a pool frame, and with tiers a frame of tier 0
+  void reservePoolFrame(bool forRead);
   void reserveFrames(uint64_t n, bool forRead);  // all or none
   void checkSpan(uint64_t pages) const;          // NoMemory beyond maxSpanPages()
   void markTails(uint64_t pid, uint64_t pages, bool on);
@@ -312,7 +342,17 @@ class BufferManager {
   bool lockFreePage(uint64_t pid);
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid, uint64_t pages = 1);  // a failed read-in: give the frames back
-  void evictBatch(bool byProvider = false);  // caller holds evictMutex_
+  // Caller holds evictMutex_. tier: of that tier only (-1: with tiers, the last).
+  void evictBatch(bool byProvider = false, int tier = -1);
+  // Memory tiers (tiering.cpp); all but reserveTopFrames with evictMutex_ held.
+  void reserveTopFrames(uint64_t n);
+  uint64_t migrationRound(unsigned from) const;
+  uint64_t demote(unsigned t);  // frames moved from t to t + 1
+  void promote(unsigned t);     // hot pages of t to t - 1
+  void makeRoomIn(unsigned t, uint64_t frames);
+  void noteHot(unsigned tier, uint64_t pid);
+  bool takeForMove(uint64_t pid, unsigned from, unsigned to, std::vector<PageRun>& runs, std::vector<uint64_t>& pids);
+  uint64_t moveTaken(std::vector<PageRun>& runs, std::vector<uint64_t>& pids, unsigned from, unsigned to, bool remark);
   void providerLoop();
   void wakeProvider();
   uint64_t growByOne() { return growBy(1); }  // a new page id past the end (NoSpace at max_size)
@@ -364,6 +404,12 @@ class BufferManager {
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   unsigned readAheadPages_ = 0;  // none until setReadAheadPages()
   SnapshotCopies copies_;
+  std::unique_ptr<TierMap> tiers_;  // nullptr: one tier, as the paper's vmcache
+  std::unique_ptr<Migrator> migrator_;
+  std::vector<uint64_t> retry_[kMaxTiers];  // under evictMutex_: failed demotions
+  std::vector<uint64_t> hot_[kMaxTiers];    // under evictMutex_: pages found used in a lower tier
+  std::atomic<uint64_t> demoted_{0};
+  std::atomic<uint64_t> promoted_{0};
 };
 
 }  // namespace vmstore::internal

@@ -11,9 +11,10 @@
 // - policySummary(name): one line on what the policy does (for `vmstore sim --help` and
 //   error messages); empty for an unknown name.
 // - For the test suite only (tests/test_main.cpp, VMSTORE_TEST_POLICY): after
-//   setDefaultPolicyOverride(name), every database opened with the default policy
-//   (clock) runs the Policy object `name` instead (for "clock": ClockPolicy through the
-//   generic hooks rather than the built-in clock), so the suite can run under any policy.
+//   setDefaultPolicyOverride(name), every database opened with the default policy runs
+//   policy `name` instead ("clock": the buffer manager's built-in clock), and every bare
+//   buffer manager of the tests (tests/unit_util.hpp) the Policy object `name` (even
+//   ClockPolicy, through the generic hooks), so the suite can run under any policy.
 //   defaultPolicyOverride() is "" when none is set. Set it before opening databases.
 #pragma once
 
