@@ -69,7 +69,7 @@ define run_ctest
 endef
 
 .PHONY: all deps build build-release build-asan build-tsan test test-release test-tasks test-asan \
-        check-install python-test tsan crash-test test-policies run demo install clean
+        check-install python-test tsan crash-test test-policies numa-test run demo install clean
 
 all: build
 
@@ -135,6 +135,24 @@ test: deps
 
 tsan: build-tsan
 	$(call run_ctest,$(TSAN_DIR),$(TSAN_ENV))
+
+# Memory tiers on two NUMA nodes: boots a qemu guest (scripts/numa-guest.sh; software
+# emulation, a few minutes) and runs there the NUMA and tier tests, the model test with
+# tiers on both nodes, and the migration benchmark (NUMA_BENCH=0 skips it). Test files go
+# to the guest's tmpfs; the benchmark's output to build/numa-bench.
+NUMA_TESTS ?= Numa.*:Tiering.*:Tiers.*:TieredSeeds/*
+NUMA_BENCH ?= 1
+numa-test: build
+	@echo "== numa-test: a guest with 2 NUMA nodes"
+	@bash scripts/numa-guest.sh --nodes=2 --mem-per-node=2G --cpus=2 --timeout=3000 -- '\
+	  set -e; mkdir -p /tmp/vt; export VMSTORE_TEST_TMPDIR=/tmp/vt VMSTORE_TEST_SCALE=small; \
+	  echo "guest: $$(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes, kernel $$(uname -r)"; \
+	  $(TOP)/$(RELEASE_DIR)/vmstore_tests --gtest_brief=1 --gtest_filter="$(NUMA_TESTS)"; \
+	  VMSTORE_MODEL_CONFIG="durability=async,tiers=0:1M+1:1M,migrate_batch=16" \
+	    $(TOP)/$(RELEASE_DIR)/vmstore_tests --gtest_brief=1 --gtest_filter="Seeds/ModelTest.*"; \
+	  if [ "$(NUMA_BENCH)" = 1 ]; then mkdir -p $(TOP)/build/numa-bench; \
+	    $(TOP)/$(RELEASE_DIR)/vmstore bench migrate --csv=$(TOP)/build/numa-bench/migrate.csv; fi'
+	@echo "numa-test: passed"
 
 CRASH_CYCLES ?= 1000
 POWER_CUTS   ?= 64

@@ -88,7 +88,15 @@ inline T scaled(T full, T small) {
   return smallScale() ? small : full;
 }
 
-// A fresh, empty directory under VMSTORE_TEST_TMPDIR named after the running test,
+// Where tests put their files: VMSTORE_TEST_TMPDIR from the environment (the NUMA guest
+// points it at its tmpfs: the build directory is shared over 9p, which cannot allocate
+// file space ahead), else the build's test-tmp directory.
+inline fs::path testTmpDir() {
+  const char* env = std::getenv("VMSTORE_TEST_TMPDIR");
+  return fs::path(env != nullptr && *env != '\0' ? env : VMSTORE_TEST_TMPDIR);
+}
+
+// A fresh, empty directory under testTmpDir() named after the running test,
 // removed again (with its content) when the object goes away.
 class ScratchDir {
  public:
@@ -101,7 +109,7 @@ class ScratchDir {
       if (c == '/') c = '_';
     }
     name += "-" + std::to_string(::getpid());
-    path_ = fs::path(VMSTORE_TEST_TMPDIR) / name;
+    path_ = testTmpDir() / name;
     std::error_code ec;
     fs::remove_all(path_, ec);
     fs::create_directories(path_);

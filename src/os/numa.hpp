@@ -12,8 +12,9 @@
 //   to `node`, `batch` pages per move_pages(2) call (each call: one round of page-table
 //   changes and one TLB shootdown for its batch). status[i] is the node the page is on
 //   afterwards, or -errno for a page that did not move (-ENOMEM: the node is full,
-//   -EBUSY, -ENOENT: no frame behind the address, -EFAULT). A page that fails does not
-//   stop the others (the optimistic error handling the paper asks of move_pages2). The
+//   -EBUSY, -ENOENT: no frame behind the address (-EFAULT on kernels before 6.x)). A page
+//   that fails does not stop the others (the optimistic error handling the paper asks of
+//   move_pages2). The
 //   result counts the calls made; the call itself fails (negative -errno, nothing else
 //   changed) only when the kernel refuses the whole request (ENOSYS, EINVAL, ENODEV: no
 //   such node, EPERM).
@@ -22,7 +23,8 @@
 //   it also sets the range's policy, splitting the area, so it is for measurements,
 //   not for the buffer manager). Returns 0 or -errno.
 // - nodesOf(addrs, status): where each page is now (move_pages with no target): status[i]
-//   is a node, or -ENOENT for an address with no frame. Returns 0 or -errno.
+//   is a node, or -ENOENT (-EFAULT before Linux 6.x) for an address with no frame.
+//   Returns 0 or -errno.
 // On a machine without NUMA support in the kernel (ENOSYS) every call fails cleanly;
 // moving to the node a page is already on succeeds and moves nothing.
 #pragma once

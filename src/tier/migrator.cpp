@@ -51,8 +51,9 @@ void Migrator::migrate(std::span<const PageRun> runs, int node, std::vector<bool
   for (size_t i = 0; i < runs.size(); i++) {
     bool ok = !refused[i];
     for (uint64_t f = 0; f < runs[i].pages && !refused[i]; f++, at++) {
-      // -ENOENT: no frame behind the address (never touched): nothing to move.
-      if (status[at] != node && status[at] != -ENOENT) ok = false;
+      // -ENOENT (-EFAULT before Linux 6.x): no frame behind the address (never
+      // touched, or released): nothing to move.
+      if (status[at] != node && status[at] != -ENOENT && status[at] != -EFAULT) ok = false;
     }
     (*moved)[i] = ok;
     if (ok) {

@@ -75,7 +75,10 @@ inline T scaled(T release, T small) {
 
 // ---- scratch directories ------------------------------------------------------------
 
-inline fs::path tmpRoot() { return fs::path(VMSTORE_TEST_TMPDIR); }
+inline fs::path tmpRoot() {
+  const char* env = std::getenv("VMSTORE_TEST_TMPDIR");  // as vmsunit::testTmpDir()
+  return fs::path(env != nullptr && *env != '\0' ? env : VMSTORE_TEST_TMPDIR);
+}
 
 // A path unique to the running test (plus an optional suffix), removed if it exists,
 // its parent created. The directory itself is NOT created (vms_open creates it).

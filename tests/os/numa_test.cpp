@@ -47,7 +47,9 @@ TEST(Numa, MovingToTheNodeAPageIsOnChangesNothing) {
   if (r == -ENOSYS) GTEST_SKIP() << "no NUMA support in this kernel";
   ASSERT_EQ(r, 0);
   for (size_t i = 0; i < 48; i++) EXPECT_GE(where[i], 0) << i;
-  for (size_t i = 48; i < 64; i++) EXPECT_EQ(where[i], -ENOENT) << i;  // never touched
+  for (size_t i = 48; i < 64; i++) {  // never touched: no frame (-EFAULT before Linux 6.x)
+    EXPECT_TRUE(where[i] == -ENOENT || where[i] == -EFAULT) << i << ": " << where[i];
+  }
   std::vector<int> status(addrs.size());
   // 64 pages in batches of 8: eight calls; the touched pages stay where they are.
   long calls = numa::movePages(addrs, where[0], 8, status);
@@ -82,6 +84,19 @@ TEST(Numa, PagesMoveBetweenNodesAndBack) {
   std::vector<int> status(n), where(n);
   for (int target : {nodes[1], nodes[0]}) {
     ASSERT_GT(numa::movePages(addrs, target, 512, status), 0);
+    // A page may be busy for a moment (-EBUSY): moved again, as the buffer manager does.
+    for (int retry = 0; retry < 10; retry++) {
+      std::vector<void*> again;
+      for (size_t i = 0; i < n; i++) {
+        if (status[i] != target) again.push_back(addrs[i]);
+      }
+      if (again.empty()) break;
+      std::vector<int> st(again.size());
+      ASSERT_GT(numa::movePages(again, target, 512, st), 0);
+      for (size_t i = 0, j = 0; i < n; i++) {
+        if (status[i] != target) status[i] = st[j++];
+      }
+    }
     for (size_t i = 0; i < n; i++) ASSERT_EQ(status[i], target) << i;
     ASSERT_EQ(numa::nodesOf(addrs, where), 0);
     for (size_t i = 0; i < n; i++) ASSERT_EQ(where[i], target) << i;
