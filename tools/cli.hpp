@@ -88,9 +88,12 @@ void writeOut(std::string_view bytes);
 
 // Opens `dir`. Errors become Failure(1) with a message; with create=false a missing
 // database is "no vmstore database in DIR". Corruption is Failure(corrupt_exit).
+// config: more config keys (the C API's string, e.g. "tiers=0:1G+1:4G"), applied last;
+// a bad one is a usage error.
 std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_size,
                                        bool create, int corrupt_exit = kExitFailure,
-                                       Durability durability = Durability::kSync);
+                                       Durability durability = Durability::kSync,
+                                       const std::string& config = "");
 // Opens tree `name`; a missing tree (create=false) is Failure(1) "no tree NAME".
 Tree* openTree(Database& db, std::string_view name, bool create);
 // Closes and turns an error into Failure(1).

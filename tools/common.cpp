@@ -124,7 +124,8 @@ void check(const Status& s, std::string_view what) {
 }
 
 std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_size,
-                                       bool create, int corrupt_exit, Durability durability) {
+                                       bool create, int corrupt_exit, Durability durability,
+                                       const std::string& config) {
   std::error_code ec;
   if (!create && !fs::exists(dir, ec)) {
     throw Failure(kExitFailure, "no vmstore database in " + dir + ": directory does not exist");
@@ -136,6 +137,10 @@ std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_siz
   options.pool_size = pool_size;
   options.create = create;
   options.durability = durability;
+  if (!config.empty()) {
+    Status parsed = Options::parse(config, &options);
+    if (!parsed.ok()) throw UsageError("--config: " + parsed.message());
+  }
   std::unique_ptr<Database> db;
   Status s = Database::open(dir, options, &db);
   if (s.ok()) return db;

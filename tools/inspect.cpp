@@ -27,10 +27,10 @@ void line(const char* name, const std::string& value) {
 }  // namespace
 
 int cmdStats(int argc, char** argv) {
-  Args args(argc, argv, 2, {{"pool", true}});
+  Args args(argc, argv, 2, {{"pool", true}, {"config", true}});
   args.requirePositionals(1, 1);
   auto db = openDatabase(args.positional(0), args.size("pool", kDefaultCommandPool, 1ull << 20),
-                         /*create=*/false);
+                         /*create=*/false, kExitFailure, Durability::kSync, args.str("config", ""));
   std::vector<std::string> names;
   check(db->listTrees(&names), "list trees");
   line("trees", names.size());

@@ -27,7 +27,7 @@ const Command kCommands[] = {
      vmstore::cli::cmdDel},
     {"scan", "scan DIR [--tree=NAME] [--start=KEY] [--limit=N] [--reverse] [--hex]",
      "print key<TAB>value lines in key order", vmstore::cli::cmdScan},
-    {"stats", "stats DIR [--pool=SIZE]", "print trees, key counts, pages, file size, counters",
+    {"stats", "stats DIR [--pool=SIZE] [--config=KEY=VALUE,...]", "print trees, key counts, pages, file size, counters",
      vmstore::cli::cmdStats},
     {"check", "check DIR [--pool=SIZE]",
      "verify the whole database (exit 3 and list problems if damaged)", vmstore::cli::cmdCheck},

@@ -21,10 +21,24 @@ ssize_t Io::pread(int fd, const std::string&, void* buf, size_t n, uint64_t off)
 ssize_t Io::pwrite(int fd, const std::string&, const void* buf, size_t n, uint64_t off) {
   return ::pwrite(fd, buf, n, static_cast<off_t>(off));
 }
-int Io::fdatasync(int fd, const std::string&) { return ::fdatasync(fd); }
-int Io::ftruncate(int fd, const std::string&, uint64_t size) { return ::ftruncate(fd, static_cast<off_t>(size)); }
+// Interrupted by a signal (tmpfs allocating a large range can be): tried again.
+int Io::fdatasync(int fd, const std::string&) {
+  int r;
+  while ((r = ::fdatasync(fd)) != 0 && errno == EINTR) {
+  }
+  return r;
+}
+int Io::ftruncate(int fd, const std::string&, uint64_t size) {
+  int r;
+  while ((r = ::ftruncate(fd, static_cast<off_t>(size))) != 0 && errno == EINTR) {
+  }
+  return r;
+}
 int Io::fallocate(int fd, const std::string&, uint64_t size) {
-  return ::fallocate(fd, 0, 0, static_cast<off_t>(size));
+  int r;
+  while ((r = ::fallocate(fd, 0, 0, static_cast<off_t>(size))) != 0 && errno == EINTR) {
+  }
+  return r;
 }
 int Io::mapShared(int fd, const std::string&, void* addr, size_t len, uint64_t off) {
   void* p = ::mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(off));

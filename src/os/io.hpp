@@ -38,6 +38,7 @@ class Io {
   virtual int close(int fd);
   virtual ssize_t pread(int fd, const std::string& path, void* buf, size_t n, uint64_t off);
   virtual ssize_t pwrite(int fd, const std::string& path, const void* buf, size_t n, uint64_t off);
+  // fdatasync, ftruncate and fallocate try again when a signal interrupts them (EINTR).
   virtual int fdatasync(int fd, const std::string& path);
   virtual int ftruncate(int fd, const std::string& path, uint64_t size);
   // Allocates [0, size) on the device, growing the file's size to at least size.
