@@ -65,6 +65,8 @@ struct EngineStats {
   uint64_t dataBytes = 0;     // size of the data on storage now (0: not reported)
   uint64_t policyBytes = 0;   // memory of the replacement policy's structures now (vmstore)
   uint64_t residentSetBytes = 0;  // memory of the resident set now (vmstore)
+  uint64_t migrateNanos = 0;      // time spent moving pages between memory tiers (vmstore tiers)
+  uint64_t migratedPages = 0;     // pages moved between memory tiers, down and up
   uint64_t evictions = 0;     // pages evicted from the cache
   uint64_t bytesRead = 0;     // from storage
   uint64_t bytesWritten = 0;  // to storage

@@ -551,6 +551,9 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"data_bytes\":" << result.stats.dataBytes
        << ",\"policy_bytes\":" << result.stats.policyBytes
        << ",\"resident_set_bytes\":" << result.stats.residentSetBytes
+       // Memory tiers (measured phase): time spent moving pages between tiers, pages moved.
+       << ",\"migrate_ms\":" << fixed(since(prev.migrateNanos, atMeasure.migrateNanos) / 1e6, 1)
+       << ",\"migrated_pages\":" << since(prev.migratedPages, atMeasure.migratedPages)
        << ",\"evictions\":" << result.stats.evictions
        << ",\"bytes_read\":" << result.stats.bytesRead
        << ",\"bytes_written\":" << result.stats.bytesWritten

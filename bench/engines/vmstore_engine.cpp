@@ -130,6 +130,8 @@ class VmstoreEngine : public Engine {
     out.dataBytes = s.page_count * kPageBytes;
     out.policyBytes = s.policy_bytes;
     out.residentSetBytes = s.resident_set_bytes;
+    out.migrateNanos = s.migrate_ns;
+    out.migratedPages = s.demoted_pages + s.promoted_pages;
     out.evictions = s.evictions;
     out.bytesRead = s.misses * kPageBytes;
     out.bytesWritten = s.pages_written * kPageBytes;
