@@ -454,19 +454,25 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
   if (kept) counters_.add(Counter::kVictimsKept, kept);
   if (failing && clean.empty()) {
     // The policy's order offered only dirty pages (2Q, say, offers all of Am before the
-    // new pages of A1in): take clean unlocked pages in resident-set order, so that reads
-    // go on. They leave the policy as removed (they were never offered).
-    // A few at a time: what a read needs, without evicting the pages the reads that
-    // follow will use (the path to the leaf they just read).
+    // new pages of A1in): take clean pages by a clock of the buffer manager's own over
+    // the page-state marks (an access clears a mark under any policy), so that reads go
+    // on without evicting the pages they just used (the path to a leaf: taking those
+    // made reads restart forever). A few at a time; at most two passes. They leave the
+    // policy as removed (it never offered them).
     constexpr size_t kFallback = 8;
     uint64_t scanned = 0;
-    while (clean.size() < kFallback && scanned < resident_.capacity()) {
+    while (clean.size() < kFallback && scanned < 2 * resident_.capacity()) {
       resident_.advanceClock(256, [&](uint64_t pid) {
         if (clean.size() >= kFallback || std::find(dirty.begin(), dirty.end(), pid) != dirty.end()) return;
-        uint64_t s = PageState::stateOf(state(pid).load());
-        if ((s == PageState::kUnlocked || s == PageState::kMarked) && !isDirty(pageAt(pid))) {
+        PageState& ps = state(pid);
+        uint64_t w = ps.load();
+        uint64_t s = PageState::stateOf(w);
+        if (isDirty(pageAt(pid))) return;
+        if (s == PageState::kMarked) {
           clean.push_back(pid);
           unoffered.push_back(pid);
+        } else if (s == PageState::kUnlocked) {
+          ps.tryMark(w);
         }
       });
       scanned += 256;
