@@ -75,6 +75,9 @@ enum class MigrateMode {
   kMbind,
 };
 
+// The replacement policy of a database opened without `policy`.
+inline constexpr const char* kDefaultPolicy = "s3fifo";
+
 // The most memory tiers a pool may have.
 inline constexpr size_t kMaxTiers = 4;
 
@@ -119,8 +122,9 @@ struct Options {
   // leanstore, s3fifo, sieve (docs/POLICIES.md says what each does and what it costs).
   // Default s3fifo, which had the best hit rate and throughput out of memory in
   // `vmstore bench policies` (docs/BENCHMARKS.md); clock is the one whose hits cost
-  // nothing extra (about 4% fewer instructions per in-memory lookup).
-  std::string policy = "s3fifo";
+  // nothing extra (about 4% fewer instructions per in-memory lookup). Empty (the
+  // default): s3fifo, or clock with tiers.
+  std::string policy;
   // Config resident_set=hash|bitmap. Default hash.
   ResidentSetType resident_set = ResidentSetType::kHash;
   // Config trace=FILE: record every page access of this open (after recovery, until

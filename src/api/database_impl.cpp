@@ -69,7 +69,7 @@ static Status checkTiersConfig(const Options& options) {
   if (options.tiers.size() > kMaxTiers) {
     return Status::InvalidArgument("config tiers: at most " + std::to_string(kMaxTiers) + " tiers");
   }
-  if (options.policy != "clock" && options.policy != Options().policy) {
+  if (!options.policy.empty() && options.policy != "clock") {
     return Status::InvalidArgument("config tiers work with policy=clock only (policy=" + options.policy +
                                    " was given)");
   }
@@ -146,8 +146,9 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
           options.resident_set == ResidentSetType::kBitmap ? ResidentSetKind::kBitmap : ResidentSetKind::kHash);
       // clock is the buffer manager's own (over page-state marks, no hit hook). The test
       // suite's override replaces the default policy (registry.hpp).
+      // No policy given: the default (s3fifo), or the test suite's override.
       std::string policy = options.policy;
-      if (!defaultPolicyOverride().empty() && policy == Options().policy) policy = defaultPolicyOverride();
+      if (policy.empty()) policy = defaultPolicyOverride().empty() ? kDefaultPolicy : defaultPolicyOverride();
       if (!tierSpecs.empty()) {
         db->bm_->setTiers(tierSpecs, options.migrate, options.migrate_batch);  // with the built-in clock
       } else if (policy != "clock") {

@@ -11,7 +11,7 @@
 // - policySummary(name): one line on what the policy does (for `vmstore sim --help` and
 //   error messages); empty for an unknown name.
 // - For the test suite only (tests/test_main.cpp, VMSTORE_TEST_POLICY): after
-//   setDefaultPolicyOverride(name), every database opened with the default policy runs
+//   setDefaultPolicyOverride(name), every database opened without a policy runs
 //   policy `name` instead ("clock": the buffer manager's built-in clock), and every bare
 //   buffer manager of the tests (tests/unit_util.hpp) the Policy object `name` (even
 //   ClockPolicy, through the generic hooks), so the suite can run under any policy.
