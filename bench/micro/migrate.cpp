@@ -1,7 +1,7 @@
 // `vmstore bench migrate`: how fast pages move between NUMA nodes through the page table
 // (issue 11; paper 003's move_pages / mbind comparison), the primitive memory tiers use.
 //
-// An area of --data pages (default 16,384: 64 MiB), every page written, moves from the
+// An area of --data bytes (default 64 MiB: 16,384 pages), every page written, moves from the
 // first node with memory to the second and back, --seconds per configuration (default
 // 2 s; at least one full pass), by
 //   move_pages   one move_pages(2) call per batch of 1, 8, 64 and 512 pages, and
@@ -15,6 +15,7 @@
 // `make numa-test` runs this in a guest with two nodes.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ostream>
@@ -64,7 +65,7 @@ class Migrate : public MicroBenchmark {
  public:
   JsonFields run(const RunOptions& opts, std::ostream& out) override {
     const double seconds = secondsPerConfig(opts, 2.0);
-    const uint64_t pages = opts.data > 0 ? opts.data : 16384;
+    const uint64_t pages = std::max<uint64_t>(64, (opts.data > 0 ? opts.data : 64ull << 20) / VmArea::kPageSize);
     std::vector<int> nodes = numa::memoryNodes();
     const int from = nodes[0];
     const int to = nodes.size() > 1 ? nodes[1] : nodes[0];
