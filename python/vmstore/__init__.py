@@ -321,7 +321,10 @@ class Database:
         choosing eviction candidates; candidates in use that stayed), ``tlb_shootdowns``
         (the machine's, since open; events since open), ``policy_bytes`` and
         ``resident_set_bytes`` (what the replacement policy's and the resident set's
-        structures take now), and
+        structures take now), with memory tiers ``demoted_pages``, ``promoted_pages``,
+        ``migrate_failures``, ``migrate_calls``, ``migrate_ns`` and
+        ``migrate_tlb_shootdowns`` (0 without), ``tiers`` (a list with a dict per tier,
+        fastest first: ``node``, ``budget_pages``, ``pages``; empty without tiers), and
         ``pool_pages``, ``resident_pages``, ``page_count``, ``free_pages``,
         ``file_bytes``, ``trees`` (state now)."""
         return self._core.stats()
