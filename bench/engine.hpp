@@ -100,6 +100,13 @@ class Session {
   virtual ~Session() = default;
   virtual void begin() {}
   virtual void commit() {}
+  // Early lock release: commitNoWait() commits like commit() except that the commit may
+  // not be durable yet; waitDurable() then waits until it is as durable as commit()
+  // makes it. A workload holding its own locks releases them in between, so that the
+  // next transaction on the same rows joins the same log flush. By default commit()
+  // does both (the engine holds its durability wait inside the workload's locks).
+  virtual void commitNoWait() { commit(); }
+  virtual void waitDurable() {}
   virtual void abort() {}
   virtual void put(int table, std::string_view key, std::string_view value) = 0;
   // False when absent. *value is reused across calls (no allocation once it is large

@@ -11,7 +11,9 @@
 // the session (PendingWrites: its reads, scans included, see them) and written at
 // commit() as one atomic batch (Database::write), so a transaction costs one
 // group-committed flush, as the other engines sync once per commit; abort() drops them.
-// A transaction of one write is written as that one put or del. With none and async,
+// A transaction of one write is written as that one put or del. commitNoWait() writes
+// the batch with Database::writeNoWait and waitDurable() waits for its log flush (early
+// lock release: the workload lets go of its locks in between). With none and async,
 // begin()/commit() are no-ops and every put and del is a committed write of its own
 // (async: one log record each, no flush).
 // update() is Tree::update (one atomic read-modify-write, in place when the size does not
@@ -70,6 +72,8 @@ class VmstoreSession : public Session {
   explicit VmstoreSession(VmstoreEngine* engine) : engine_(engine) {}
   void begin() override;
   void commit() override;
+  void commitNoWait() override;
+  void waitDurable() override;
   void abort() override { pending_.clear(); }
   void put(int table, std::string_view key, std::string_view value) override;
   bool get(int table, std::string_view key, std::string* value) override;
@@ -89,6 +93,7 @@ class VmstoreSession : public Session {
   VmstoreEngine* engine_;
   std::vector<Status> statuses_;  // getMany's, reused
   PendingWrites pending_;
+  uint64_t commitPoint_ = 0;  // of the last commitNoWait, until waitDurable
 };
 
 class VmstoreEngine : public Engine {
@@ -179,7 +184,18 @@ void VmstoreSession::commit() {
         if (s.isNotFound()) s = Status::OK();
       }
     }
-  } else if (pending_.count > 1) {
+    pending_.clear();
+    if (!s.ok()) fail("commit", s);
+    return;
+  }
+  commitNoWait();
+  waitDurable();
+}
+
+void VmstoreSession::commitNoWait() {
+  if (!pending_.open) return;
+  Status s;
+  if (pending_.count > 0) {
     WriteBatch batch;
     for (size_t t = 0; t < pending_.tables.size() && s.ok(); t++) {
       Tree* tree = engine_->tree(static_cast<int>(t));
@@ -188,10 +204,17 @@ void VmstoreSession::commit() {
         if (!s.ok()) break;
       }
     }
-    if (s.ok()) s = engine_->db()->write(batch);
+    if (s.ok()) s = engine_->db()->writeNoWait(batch, &commitPoint_);
   }
   pending_.clear();
   if (!s.ok()) fail("commit", s);
+}
+
+void VmstoreSession::waitDurable() {
+  if (commitPoint_ == 0) return;
+  Status s = engine_->db()->waitDurable(commitPoint_);
+  commitPoint_ = 0;
+  if (!s.ok()) fail("commit (waiting for the log flush)", s);
 }
 
 void VmstoreSession::put(int table, std::string_view key, std::string_view value) {

@@ -15,7 +15,8 @@
 // district (the district row with D_NEXT_O_ID and D_YTD, and everything belonging to the
 // district: its customers, orders, new-orders and order lines). A transaction computes
 // its lock set from its inputs, takes it in ascending lock order BEFORE session.begin()
-// and releases it AFTER session.commit()/abort() (two-phase, ordered: no deadlock, and no
+// and releases it AFTER session.commitNoWait()/abort() and before session.waitDurable()
+// (early lock release; two-phase, ordered: no deadlock, and no
 // workload lock is ever requested inside an engine transaction, so single-writer engines
 // cannot deadlock against it). Reads that need no lock: the item table (never written),
 // W_TAX from the warehouse row (each get sees a whole row), and Stock-Level's reads of
@@ -118,6 +119,9 @@ class Worker {
   // C_FIRST (2.5.2.2); 0 when there is none.
   uint32_t customerByName(uint32_t w, uint32_t d, const char* last);
   uint32_t otherWarehouse();
+  // Commits the transaction, releasing its locks before waiting for durability (early
+  // lock release, Session::commitNoWait).
+  void commitAndRelease(LockSet& locks);
   uint64_t now() const;
 
   Session& s_;

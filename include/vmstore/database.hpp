@@ -233,6 +233,25 @@ class Database {
   Status sync();
   // Applies the batch all or nothing (vmstore/write_batch.hpp states the contract).
   Status write(const WriteBatch& batch);
+  // Early lock release. write(batch) is writeNoWait(batch, &c) then waitDurable(c):
+  // - writeNoWait applies the batch as write() does and returns once readers see it and
+  //   its log record is appended (it survives a crash of the process), without waiting
+  //   for the log flush; *commit (not null) is its commit point. An application that
+  //   holds its own locks around a transaction can release them here, so the next
+  //   transaction on the same rows joins the same group commit instead of waiting for
+  //   this one's flush, and then call waitDurable before acknowledging the transaction.
+  // - waitDurable(commit) returns once that write is as durable as write() would have
+  //   made it: durability=sync, on stable storage (concurrent waiters share one flush;
+  //   inside a task only the task waits); async and none, at once. The log is one
+  //   sequence, so it also covers every write before it. A commit point is an LSN of
+  //   this database since it was opened: one larger than any issued is InvalidArgument;
+  //   0 (a batch with nothing logged, or durability none) is OK at once. A failed log
+  //   flush is returned as write() would have returned it (the database is read-only).
+  // - A batch too large for the log is durable when writeNoWait returns (its checkpoint).
+  // - Meanwhile readers, and writes that depend on the batch, may see it: a crash before
+  //   the flush loses it and, since the log is one sequence, everything logged after it.
+  Status writeNoWait(const WriteBatch& batch, uint64_t* commit);
+  Status waitDurable(uint64_t commit);
 
   // With create=false a missing tree is NotFound. The same name gives the same Tree.
   Status openTree(std::string_view name, bool create, Tree** tree);

@@ -327,6 +327,18 @@ int vms_write(vms_db* db, vms_batch* b) {
   return noThrow([&] { return report(db->db->write(b->batch)); });
 }
 
+int vms_write_nowait(vms_db* db, vms_batch* b, uint64_t* commit) {
+  if (db == nullptr || b == nullptr || commit == nullptr) {
+    return invalid("vms_write_nowait: db, batch or commit is NULL");
+  }
+  return noThrow([&] { return report(db->db->writeNoWait(b->batch, commit)); });
+}
+
+int vms_wait_durable(vms_db* db, uint64_t commit) {
+  if (db == nullptr) return invalid("vms_wait_durable: db is NULL");
+  return noThrow([&] { return report(db->db->waitDurable(commit)); });
+}
+
 void vms_batch_free(vms_batch* b) { delete b; }
 
 

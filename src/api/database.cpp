@@ -34,16 +34,29 @@ Status Database::sync() {
   if (impl_->closed()) return Status::InvalidArgument("database is closed");
   return impl_->sync();
 }
-Status Database::write(const WriteBatch& batch) {
+namespace {
+// Database::write (commit null: the call waits for durability itself) and writeNoWait.
+Status writeBatch(internal::DatabaseImpl* db, const WriteBatch& batch, uint64_t* commit) {
   std::vector<internal::TreeImpl*> trees;
   trees.reserve(batch.count());
   for (const WriteBatch::Op& op : batch.ops()) {
-    if (op.tree->impl_->db != impl_.get()) {
+    if (internal::TreeImpl::of(op.tree)->db != db) {
       return Status::InvalidArgument("the batch holds a tree of another database; nothing was written");
     }
-    trees.push_back(op.tree->impl_);
+    trees.push_back(internal::TreeImpl::of(op.tree));
   }
-  return impl_->write(batch, trees);
+  return db->write(batch, trees, commit);
+}
+}  // namespace
+
+Status Database::write(const WriteBatch& batch) { return writeBatch(impl_.get(), batch, nullptr); }
+Status Database::writeNoWait(const WriteBatch& batch, uint64_t* commit) {
+  if (commit == nullptr) return Status::InvalidArgument("writeNoWait: commit output pointer is null");
+  return writeBatch(impl_.get(), batch, commit);
+}
+Status Database::waitDurable(uint64_t commit) {
+  if (impl_->closed()) return Status::InvalidArgument("database is closed");
+  return impl_->waitDurable(commit);
 }
 
 Status Database::openTree(std::string_view name, bool create, Tree** tree) {

@@ -752,7 +752,7 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
 
 template <class Lock, class Fn>
 Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(),
-                                Fn&& change, size_t lateValueBytes) {
+                                Fn&& change, size_t lateValueBytes, uint64_t* commit) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   Status st = (this->*allowed)();
@@ -796,7 +796,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     break;
   }
   if (unlogged && st.ok()) st = durableByCheckpoint();
-  return afterWrite(std::move(st), lsn);
+  return afterWrite(std::move(st), lsn, commit);
 }
 
 Status DatabaseImpl::durableByCheckpoint() {
@@ -807,9 +807,11 @@ Status DatabaseImpl::durableByCheckpoint() {
   return Status(st.code(), "the write was applied but could not be made durable: " + st.message());
 }
 
-Status DatabaseImpl::afterWrite(Status st, uint64_t lsn) {
+Status DatabaseImpl::afterWrite(Status st, uint64_t lsn, uint64_t* commit) {
   if (!st.ok()) return st;
-  if (lsn != 0 && options_.durability == Durability::kSync) {
+  if (commit != nullptr) {
+    *commit = lsn;  // the caller waits (waitDurable), after letting go of its own locks
+  } else if (lsn != 0 && options_.durability == Durability::kSync) {
     st = log_.waitDurable(lsn);  // group commit: one flush for every writer waiting
     if (!st.ok()) return st;
   }
@@ -1063,7 +1065,18 @@ Status DatabaseImpl::shape(TreeImpl* t, TreeShape* out) {
   });
 }
 
-Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees) {
+Status DatabaseImpl::waitDurable(uint64_t commit) {
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
+  if (commit > log_.endLsn()) {
+    return Status::InvalidArgument("commit point " + std::to_string(commit) +
+                                   " was not returned by this database since it was opened");
+  }
+  if (commit == 0 || options_.durability != Durability::kSync) return Status::OK();
+  return log_.waitDurable(commit);
+}
+
+Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees, uint64_t* commit) {
   // Exclusive: no other writer interleaves (so the undo below restores exactly what the
   // batch changed), and no checkpoint falls inside the batch.
   std::vector<LogOp> ops;  // the batch's log record
@@ -1087,10 +1100,17 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
       for (size_t i = 0; i < batch.count(); i++) {
         const WriteBatch::Op& op = batch.ops()[i];
         Undo u{trees[i], &op.key, false, {}};
-        u.had = u.tree->btree.getString(asBytes(op.key), &u.old);
         if (op.isPut) {
-          u.tree->btree.put(asBytes(op.key), asBytes(op.value));
+          // One descent for the undo image and, when the new value has the old one's size
+          // (a row update), the write in place; otherwise a put.
+          bool inPlace = u.tree->btree.updateInPlace(asBytes(op.key), [&](const Bytes* current) {
+            u.had = current != nullptr;
+            if (u.had) u.old.assign(reinterpret_cast<const char*>(current->data()), current->size());
+            return std::optional<Bytes>(asBytes(op.value));
+          });
+          if (!inPlace) u.tree->btree.put(asBytes(op.key), asBytes(op.value));
         } else {
+          u.had = u.tree->btree.getString(asBytes(op.key), &u.old);
           u.tree->btree.remove(asBytes(op.key));
         }
         undo.push_back(std::move(u));
@@ -1113,7 +1133,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
       if (!undone.ok()) poison(undone, "a batch that could not be undone");
     }
     return st;
-  });
+  }, 0, commit);
 }
 
 }  // namespace vmstore::internal

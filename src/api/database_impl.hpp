@@ -116,7 +116,11 @@ class DatabaseImpl {
   Status update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, void* ctx);
   Status shape(TreeImpl* t, TreeShape* out);
   // The batch's operations, each with its tree (all of this database), all or nothing.
-  Status write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees);
+  // commit: as in writeUnder (Database::write / writeNoWait).
+  Status write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees, uint64_t* commit = nullptr);
+  // Database::waitDurable: the write with this commit point is as durable as the
+  // durability mode makes a write when its call returns.
+  Status waitDurable(uint64_t commit);
 
   BufferManager& bufferManager() { return *bm_; }
   CallGate& gate() { return gate_; }
@@ -161,18 +165,21 @@ class DatabaseImpl {
   };
   // lateValueBytes: the change itself sets the value of ops[0] (filled in place), of
   // that many bytes; the record is sized for it.
+  // commit: null to wait for durability here (afterWrite); otherwise the write's commit
+  // point is stored there and the caller waits with waitDurable (Database::writeNoWait).
   template <class Lock, class Fn>
   Status writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Status (DatabaseImpl::*allowed)(), Fn&& change,
-                    size_t lateValueBytes = 0);
+                    size_t lateValueBytes = 0, uint64_t* commit = nullptr);
   bool logging() const { return log_.writing() && !replaying_; }
   // A write whose log record would exceed this (a value of tens of MiB) is not logged:
   // its call returns once a checkpoint that holds it has committed (see DESIGN.md).
   size_t unloggedRecordBytes() const { return options_.log_size / 16; }
   // After such a write: the checkpoint that makes it durable.
   Status durableByCheckpoint();
-  // Waits for the log flush covering lsn (durability sync), then runs the checkpoint the
-  // log or journal size asks for.
-  Status afterWrite(Status st, uint64_t lsn);
+  // Waits for the log flush covering lsn (durability sync) unless commit is set (then
+  // *commit = lsn, for waitDurable), then wakes the checkpointer if the log or journal
+  // size asks for a checkpoint.
+  Status afterWrite(Status st, uint64_t lsn, uint64_t* commit = nullptr);
   Status replayLog();  // open(): the log's records after the restored checkpoint
   void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);

@@ -85,7 +85,8 @@ class OpLog {
   // Appends the record of ops; size is recordSize(ops), reserved before. Returns its end.
   uint64_t append(std::span<const LogOp> ops, size_t size);
   Status waitDurable(uint64_t lsn);
-  Status flush() { return waitDurable(endLsn_.load(std::memory_order_acquire)); }
+  uint64_t endLsn() const { return endLsn_.load(std::memory_order_acquire); }  // appended so far
+  Status flush() { return waitDurable(endLsn()); }
   Status failure();
   std::function<void(const Status&)> onSyncFailure;
 
