@@ -240,8 +240,8 @@ void vms_batch_free(vms_batch* b);
 
 /* Early lock release: vms_write is vms_write_nowait then vms_wait_durable.
  * - vms_write_nowait applies the batch as vms_write does and returns once readers see it
- *   and its log record is appended (it survives a crash of the process), without waiting
- *   for the log flush; *commit is its commit point. An application holding its own locks
+ *   and its log record is appended, without waiting for the log flush; *commit is its
+ *   commit point. An application holding its own locks
  *   around a transaction releases them now, so the next transaction on the same rows
  *   joins the same group commit, then calls vms_wait_durable before acknowledging.
  * - vms_wait_durable returns once that write is as durable as vms_write would have made
@@ -250,7 +250,7 @@ void vms_batch_free(vms_batch* b);
  *   A commit point larger than any this database issued since it was opened:
  *   VMS_EINVAL; 0: VMS_OK at once. A failed flush: the error vms_write would return.
  * - Until then, readers and later writes may see the batch; a crash before its flush
- *   loses it and everything logged after it. A batch too large for the log is durable
+ *   (with durability sync, of the process too) loses it and everything logged after it. A batch too large for the log is durable
  *   when vms_write_nowait returns. */
 int vms_write_nowait(vms_db* db, vms_batch* b, uint64_t* commit);
 int vms_wait_durable(vms_db* db, uint64_t commit);

@@ -235,8 +235,9 @@ class Database {
   Status write(const WriteBatch& batch);
   // Early lock release. write(batch) is writeNoWait(batch, &c) then waitDurable(c):
   // - writeNoWait applies the batch as write() does and returns once readers see it and
-  //   its log record is appended (it survives a crash of the process), without waiting
-  //   for the log flush; *commit (not null) is its commit point. An application that
+  //   its log record is appended, without waiting for the log flush; *commit (not null)
+  //   is its commit point. Until the wait, a crash (with durability sync, of the process
+  //   too) may lose it. An application that
   //   holds its own locks around a transaction can release them here, so the next
   //   transaction on the same rows joins the same group commit instead of waiting for
   //   this one's flush, and then call waitDurable before acknowledging the transaction.

@@ -83,4 +83,20 @@ int syncDataInTask(int fd, const std::string& path) {
   return io().fdatasync(fd, path) == 0 ? 0 : errno;
 }
 
+int pwriteAll(int fd, const std::string& path, const void* buf, size_t n, uint64_t off) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    ssize_t w = io().pwrite(fd, path, p, n, off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (w == 0) return ENOSPC;
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+  return 0;
+}
+
 }  // namespace vmstore::internal

@@ -59,6 +59,9 @@ Status ioStatus(const std::string& what, int err);
 // backend: then it goes through the task's io_uring ring and suspends only the task.
 // Only for callers that hold no lock another task could need. 0, or the errno.
 int syncDataInTask(int fd, const std::string& path);
+// Writes all n bytes at off through io(), going on after a short write or EINTR. 0, or
+// the errno (ENOSPC when a write makes no progress).
+int pwriteAll(int fd, const std::string& path, const void* buf, size_t n, uint64_t off);
 
 Io& io();
 // Installs `backend` (nullptr: back to POSIX). Returns the previous one.

@@ -65,13 +65,8 @@ void TraceRecorder::writeBlock(Buffer& b) {
   if (status_.ok()) {
     uint8_t header[kTraceBlockHeader];
     encodeBlockHeader(header, b.records, static_cast<uint32_t>(b.payload.size()));
-    // 0, or the errno of a failed or short write.
-    auto write = [&](const void* data, size_t n, uint64_t off) -> int {
-      ssize_t w = io().pwrite(fd_, path_, data, n, off);
-      return w == static_cast<ssize_t>(n) ? 0 : (w < 0 ? errno : EIO);
-    };
-    int err = write(header, sizeof header, offset_);
-    if (err == 0) err = write(b.payload.data(), b.payload.size(), offset_ + sizeof header);
+    int err = pwriteAll(fd_, path_, header, sizeof header, offset_);
+    if (err == 0) err = pwriteAll(fd_, path_, b.payload.data(), b.payload.size(), offset_ + sizeof header);
     if (err == 0) {
       offset_ += sizeof header + b.payload.size();
     } else {

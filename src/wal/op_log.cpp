@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "task/cooperative.hpp"
 #include "task/scheduler.hpp"
 #include "os/io.hpp"
 
@@ -23,6 +24,7 @@ constexpr uint64_t kPageBytes = 4096;
 constexpr uint64_t kMinGrowthStep = 64ull << 10;
 constexpr uint64_t kMaxGrowthStep = 16ull << 20;
 constexpr size_t kReadChunk = 1 << 20;
+constexpr uint64_t kReleaseStep = 1ull << 20;  // buffer memory given back in steps of this
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -134,11 +136,17 @@ Status OpLog::startWriting(uint32_t epoch) {
   step_ = std::clamp<uint64_t>(roundUp(options_.log_size / 8, kPageBytes), kMinGrowthStep, kMaxGrowthStep);
   limit_ = roundUp(options_.log_size / 2, step_);
   salt_ = newSalt();
+  mapped_ = options_.durability == Durability::kAsync;
   for (Segment& seg : segs_) {
-    void* p = mmap(nullptr, limit_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // Mapped: the file is mapped over this reservation as it grows. Buffered: anonymous
+    // memory, written out with pwrite.
+    void* p = mmap(nullptr, limit_, mapped_ ? PROT_NONE : PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
     seg.base = static_cast<uint8_t*>(p);
     seg.capacity = 0;
+    seg.written = 0;
+    seg.released = 0;
     if (seg.fd >= 0) {
       std::lock_guard g(appendMutex_);
       Status s = grow(seg, std::min(sizeOf(seg) / step_ * step_, limit_));  // what the file holds
@@ -148,7 +156,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   std::lock_guard g(appendMutex_);
   epoch_ = epoch;
   cur_ = static_cast<int>(epoch % 2);
-  mapped_.store(segs_[cur_].capacity, std::memory_order_release);
+  allocated_.store(segs_[cur_].capacity, std::memory_order_release);
   if (options_.durability == Durability::kAsync) flusher_ = std::thread([this] { flusherLoop(); });
   return Status::OK();
 }
@@ -162,12 +170,15 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
     Status s = create(seg);
     if (!s.ok()) return s;
   }
-  // Allocated on the device before it is mapped: a store into the mapping can then never
-  // meet a full device (which would be SIGBUS). What an earlier session allocated stays.
+  // Allocated on the device before records are accepted into it: a full device fails the
+  // reservation (the write it logs changes nothing), never a write-out of an acknowledged
+  // record. What an earlier session allocated stays.
+  // (Mapped, a store into the mapping then never meets a full device: no SIGBUS.)
   if (cap > sizeOf(seg) && io().fallocate(seg.fd, seg.path, cap) != 0) {
     return ioStatus("cannot allocate log space in " + seg.path, errno);
   }
-  if (io().mapShared(seg.fd, seg.path, seg.base + seg.capacity, cap - seg.capacity, seg.capacity) != 0) {
+  if (mapped_ &&
+      io().mapShared(seg.fd, seg.path, seg.base + seg.capacity, cap - seg.capacity, seg.capacity) != 0) {
     return ioStatus("cannot map log " + seg.path, errno);
   }
   seg.capacity = cap;
@@ -175,21 +186,95 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
 }
 
 uint64_t OpLog::cut(uint32_t epoch) {
-  std::lock_guard g(appendMutex_);  // no reservation is open (the caller's contract)
+  std::lock_guard w(writeMutex_);
+  // The interval ends: its records go to its file now (a failure fails the log, and the
+  // waiters see it), so that a flush after the cut only syncs that file. No reservation
+  // is open (the caller's contract), so nothing is appended meanwhile.
+  Segment& old = segs_[cur_];
+  uint64_t end;
+  {
+    std::lock_guard g(appendMutex_);
+    end = end_;
+  }
+  (void)writeOut(old, end);
+  if (!mapped_ && old.released < old.written) {
+    madvise(old.base + old.released, roundUp(old.written, kPageBytes) - old.released, MADV_DONTNEED);
+  }
+  std::lock_guard g(appendMutex_);
   epoch_ = epoch;
   cur_ = static_cast<int>(epoch % 2);
   lsnBase_ += end_;
   end_ = 0;
+  Segment& seg = segs_[cur_];
+  seg.written = 0;
+  seg.released = 0;
   claimed_.store(0, std::memory_order_relaxed);
-  mapped_.store(segs_[cur_].capacity, std::memory_order_release);
+  allocated_.store(seg.capacity, std::memory_order_release);
   bytes_.store(0, std::memory_order_relaxed);
   return lsnBase_;
 }
 
+Status OpLog::writeOut(Segment& seg, uint64_t upTo) {
+  if (upTo <= seg.written) return Status::OK();
+  if (mapped_) {  // the records are in the file's pages already
+    seg.written = upTo;
+    return Status::OK();
+  }
+  if (failed_.load(std::memory_order_acquire)) return failure();
+  int err = pwriteAll(seg.fd, seg.path, seg.base + seg.written, upTo - seg.written, seg.written);
+  if (err != 0) {
+    // What reached the file is unknown: like a failed sync, never retried.
+    Status st = ioStatus("cannot write log " + seg.path, err);
+    fail(st);
+    return st;
+  }
+  seg.written = upTo;
+  // Memory behind what was written goes back to the system in steps of 1 MiB (the page
+  // holding upTo stays: later records are appended into it).
+  uint64_t whole = upTo / kPageBytes * kPageBytes;
+  if (whole >= seg.released + kReleaseStep) {
+    madvise(seg.base + seg.released, whole - seg.released, MADV_DONTNEED);
+    seg.released = whole;
+  }
+  return Status::OK();
+}
+
+Status OpLog::writeOutTo(uint64_t lsn) {
+  if (writtenLsn_.load(std::memory_order_acquire) >= lsn) return failure();
+  std::unique_lock w = task::lock(writeMutex_);
+  uint64_t end;
+  uint64_t endLsn;
+  Segment* seg;
+  {
+    std::lock_guard g(appendMutex_);
+    end = end_;
+    endLsn = endLsn_.load(std::memory_order_acquire);
+    seg = &segs_[cur_];
+  }
+  // Everything of earlier intervals was written out by their cut.
+  Status st = writeOut(*seg, end);
+  if (!st.ok()) return st;
+  uint64_t was = writtenLsn_.load(std::memory_order_relaxed);
+  while (was < endLsn && !writtenLsn_.compare_exchange_weak(was, endLsn, std::memory_order_acq_rel)) {
+  }
+  return failure();
+}
+
+void OpLog::fail(const Status& st) {
+  {
+    std::lock_guard g(syncMutex_);
+    if (failed_.load(std::memory_order_acquire)) return;
+    failure_ = st;
+  }
+  failed_.store(true, std::memory_order_release);
+  advanceDurable(0);  // wakes the waiters, which find the failure
+  if (onSyncFailure) onSyncFailure(st);
+}
+
 Status OpLog::reserve(size_t bytes) {
-  // Fast path: room in what is mapped. A claim that does not fit is taken back (others
+  // Fast path: room in what is allocated. A claim that does not fit is taken back (others
   // may see it for a moment and take the slow path: only slower, never wrong).
-  if (claimed_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= mapped_.load(std::memory_order_acquire)) {
+  if (claimed_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= allocated_.load(std::memory_order_acquire)) {
     return Status::OK();
   }
   claimed_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -201,7 +286,7 @@ Status OpLog::reserve(size_t bytes) {
     if (need > seg.capacity) {
       Status s = grow(seg, need);
       if (!s.ok()) return s;
-      mapped_.store(seg.capacity, std::memory_order_release);
+      allocated_.store(seg.capacity, std::memory_order_release);
     }
     if (claimed_.compare_exchange_weak(claimed, need, std::memory_order_relaxed)) return Status::OK();
   }
@@ -212,12 +297,15 @@ bool OpLog::room(size_t bytes) const { return claimed_.load(std::memory_order_re
 void OpLog::unreserve(size_t bytes) { claimed_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
-  std::lock_guard g(appendMutex_);
-  encodeRecord(ops, salt_, end_, epoch_, segs_[cur_].base + end_);
-  end_ += size;
-  bytes_.store(end_, std::memory_order_relaxed);
-  uint64_t lsn = lsnBase_ + end_;
-  endLsn_.store(lsn, std::memory_order_release);
+  uint64_t lsn;
+  {
+    std::lock_guard g(appendMutex_);
+    encodeRecord(ops, salt_, end_, epoch_, segs_[cur_].base + end_);
+    end_ += size;
+    bytes_.store(end_, std::memory_order_relaxed);
+    lsn = lsnBase_ + end_;
+    endLsn_.store(lsn, std::memory_order_release);
+  }
   return lsn;
 }
 
@@ -248,22 +336,26 @@ Status OpLog::waitDurable(uint64_t lsn) {
       }
       continue;
     }
-    // This thread flushes, for everyone: everything appended so far (the file before
-    // the last cut first, if the checkpoint that covers it has not committed yet).
-    uint64_t target;
+    // This thread flushes, for everyone: writes out everything appended so far, then
+    // syncs it (the file before the last cut first, if the checkpoint that covers it has
+    // not committed yet; that file was written out by the cut).
+    Status st = writeOutTo(endLsn());
+    if (!st.ok()) {
+      flushing_.store(false, std::memory_order_release);
+      return st;
+    }
+    uint64_t target = writtenLsn_.load(std::memory_order_acquire);
     uint64_t cutLsn;
     int fds[2];  // the file before the last cut, the current one (descriptors stay open)
     const Segment* segs[2];
     {
       std::lock_guard g(appendMutex_);
-      target = endLsn_.load(std::memory_order_acquire);
       cutLsn = lsnBase_;
       segs[0] = &segs_[1 - cur_];
       segs[1] = &segs_[cur_];
       fds[0] = segs[0]->fd;
       fds[1] = segs[1]->fd;
     }
-    Status st;
     for (int i = 0; i < 2; i++) {
       bool needed = i == 0 ? durable_.load(std::memory_order_acquire) < cutLsn : target > cutLsn;
       if (!needed || fds[i] < 0) continue;
@@ -275,18 +367,11 @@ Status OpLog::waitDurable(uint64_t lsn) {
       }
     }
     flushes_.fetch_add(1, std::memory_order_relaxed);
+    flushing_.store(false, std::memory_order_release);
     if (!st.ok()) {
-      {
-        std::lock_guard g(syncMutex_);
-        failure_ = st;
-      }
-      failed_.store(true, std::memory_order_release);
-      flushing_.store(false, std::memory_order_release);
-      advanceDurable(0);  // wakes the waiters, which find the failure
-      if (onSyncFailure) onSyncFailure(st);
+      fail(st);
       return st;
     }
-    flushing_.store(false, std::memory_order_release);
     advanceDurable(target);
   }
   return Status::OK();

@@ -9,12 +9,19 @@
 //   checkpoint e has committed, marks everything before the cut durable (the checkpoint
 //   holds it). Each file keeps its high-water size; appends to one file stop (Busy) at
 //   half of log_size, so both stay under log_size together.
-// - Appends are stores into a shared mapping of the file: a record is in the operating
-//   system's page cache when append() returns, so it survives a crash of the process.
+// - Where appends go depends on the durability mode:
+//   - async (mapped): stores into a shared mapping of the file, so a record is in the
+//     operating system's page cache when append() returns and survives a crash of the
+//     process without a system call per write;
+//   - sync (buffered): copies into anonymous memory at the record's file offset, written
+//     to the file with pwrite by the flush (write-out, in order), the memory released
+//     behind it. A shared mapping was measured slower here: every flush write-protected
+//     the mapped pages again (a TLB shootdown), and every new page faulted through the
+//     file system; under sync every write waits for a flush anyway.
 //   waitDurable(lsn) returns once everything up to lsn is on stable storage; concurrent
-//   waiters share one flush (group commit: whoever finds no flush running syncs
-//   everything appended so far, the file before the last cut first if needed; the
-//   others wait for it). With async durability a background thread flushes every
+//   waiters share one flush (group commit: whoever finds no flush running writes out
+//   and syncs everything appended so far, the file before the last cut first if needed;
+//   the others wait for it). With async durability a background thread flushes every
 //   sync_interval_ms.
 // - LSNs count bytes appended since open, across files and intervals.
 // - reserve() makes room for a record before the write it logs is applied, so a full
@@ -101,12 +108,20 @@ class OpLog {
   struct Segment {  // one log file
     std::string path;
     int fd = -1;
-    uint8_t* base = nullptr;  // reservation of limit_ bytes; [0, capacity) mapped
-    uint64_t capacity = 0;
+    uint8_t* base = nullptr;  // limit_ bytes at file offsets: the mapping, or the buffer
+    uint64_t capacity = 0;    // allocated in the file (fallocate): records may go up to here
+    uint64_t written = 0;     // [0, written) of this interval is in the file (writeMutex_)
+    uint64_t released = 0;    // buffer pages below this were given back (writeMutex_)
   };
   Status create(Segment& seg);
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
   static uint64_t sizeOf(const Segment& seg);
+  // writeMutex_ held: pwrites [seg.written, upTo) of seg's buffer, releases the buffer's
+  // memory behind it (mapped: nothing to write). A failure is the log's (failed_).
+  Status writeOut(Segment& seg, uint64_t upTo);
+  // Writes out everything appended up to lsn (takes writeMutex_).
+  Status writeOutTo(uint64_t lsn);
+  void fail(const Status& st);  // records the failure once, wakes waiters, tells onSyncFailure
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
   void flusherLoop();
 
@@ -117,14 +132,19 @@ class OpLog {
   uint64_t salt_ = 0;
   uint32_t epoch_ = 0;
   uint64_t limit_ = 0;  // per file: half of log_size
+  bool mapped_ = false;  // durability async: appends are stores into the file's mapping
   uint64_t step_ = 0;   // growth unit
 
   SpinMutex appendMutex_;  // short sections: encode and copy one record
   uint64_t end_ = 0;  // appended in this interval
-  // Appended plus reserved in this interval, and the current file's mapped size: a
+  // Appended plus reserved in this interval, and the current file's allocated size: a
   // reservation that fits is one atomic add, without the mutex.
   std::atomic<uint64_t> claimed_{0};
-  std::atomic<uint64_t> mapped_{0};
+  std::atomic<uint64_t> allocated_{0};
+  // Write-out (pwrite of appended records) in order: held across the pwrite, taken before
+  // appendMutex_ (cut writes the old interval out under it before switching files).
+  std::mutex writeMutex_;
+  std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
   uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};

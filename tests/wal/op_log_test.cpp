@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "os/fault_io.hpp"
@@ -276,6 +278,69 @@ TEST(OpLog, FailedFlushIsNeverRetried) {
     log.close();
   }
   setIo(prev);
+}
+
+// Durability sync writes its records out with pwrite at the flush: a failed write-out
+// fails the log like a failed sync, once, and nothing is written again.
+TEST(OpLog, FailedWriteOutIsNeverRetried) {
+  ScratchDir dir;
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    int told = 0;
+    log.onSyncFailure = [&](const Status&) { told++; };
+    LogOp op{LogOpKind::kPut, "", "k", "v"};
+    uint64_t first = logOne(log, op);
+    UNIT_ASSERT_OK(log.waitDurable(first));
+    uint64_t writes = faults.calls(FaultIo::Op::kWrite);
+    EXPECT_GT(writes, 0u) << "the record was not written with pwrite";
+    faults.fail({FaultIo::Op::kWrite, "log-", 0, 1, EIO});
+    uint64_t lsn = logOne(log, op);
+    ASSERT_NE(lsn, 0u);
+    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
+    EXPECT_EQ(told, 1);
+    uint64_t after = faults.calls(FaultIo::Op::kWrite);
+    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
+    EXPECT_TRUE(log.waitDurable(first).ok()) << "what was durable before stays durable";
+    EXPECT_EQ(faults.calls(FaultIo::Op::kWrite), after) << "a failed write-out was retried";
+    EXPECT_EQ(told, 1);
+    log.close();
+  }
+  setIo(prev);
+}
+
+// The sync log's buffer gives its memory back behind the write-out: 64 MiB of records
+// flushed as they go leave the process's resident memory about where it was.
+TEST(OpLog, SyncLogBufferStaysSmall) {
+  auto residentBytes = [] {
+    long pages = 0, resident = 0;
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) return 0L;
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+  };
+  ScratchDir dir;
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kSync, 256ull << 20)));
+  UNIT_ASSERT_OK(log.startWriting(1));
+  std::string v(60000, 'x');
+  LogOp op{LogOpKind::kPut, "", "k", v};
+  long before = residentBytes();
+  long peak = before;
+  for (int i = 0; i < 1100; i++) {  // about 64 MiB
+    uint64_t lsn = logOne(log, op);
+    ASSERT_NE(lsn, 0u);
+    if (i % 16 == 15) UNIT_ASSERT_OK(log.waitDurable(lsn));
+    peak = std::max(peak, residentBytes());
+  }
+  UNIT_ASSERT_OK(log.flush());
+  EXPECT_LT(peak - before, 16L << 20) << "resident memory grew with the log";
+  EXPECT_GT(log.bytes(), 60ull << 20);
+  UNIT_ASSERT_OK(log.close());
 }
 
 TEST(OpLog, FullDeviceFailsTheReservationNotAStore) {
