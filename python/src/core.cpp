@@ -630,8 +630,9 @@ class BatchCore {
   size_t count() const { return batch_.count(); }
 
   // Applies every operation, all or nothing, then empties the batch; on an error the
-  // batch keeps its operations and nothing of it is stored.
-  void write() {
+  // batch keeps its operations and nothing of it is stored. wait=false: returns the
+  // commit point without waiting for durability (Database::writeNoWait); else 0.
+  uint64_t write(bool wait) {
     checkIdle();
     for (const auto& t : trees_) {
       if (t->dropped.load(std::memory_order_acquire)) {
@@ -639,10 +640,12 @@ class BatchCore {
       }
     }
     Status st;
+    uint64_t commit = 0;
     writing_ = true;  // only read and written with the GIL held
     try {
       s_->run([&] {
-        if (batch_.count() != 0) st = s_->db->write(batch_);
+        if (batch_.count() == 0) return;
+        st = wait ? s_->db->write(batch_) : s_->db->writeNoWait(batch_, &commit);
       });
     } catch (...) {
       writing_ = false;
@@ -653,6 +656,7 @@ class BatchCore {
     if (st.isNotFound()) raiseClosed("a tree of the batch was dropped; nothing was written");
     if (!st.ok()) raiseStatus(st);
     clear();
+    return commit;
   }
 
  private:
@@ -731,6 +735,12 @@ class DbCore {
   void sync() {
     Status st;
     s_->run([&] { st = s_->db->sync(); });
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  void waitDurable(uint64_t commit) {
+    Status st;
+    s_->run([&] { st = s_->db->waitDurable(commit); });
     if (!st.ok()) raiseStatus(st);
   }
 
@@ -913,12 +923,16 @@ NB_MODULE(_core, m) {
            "Adds a delete (an absent key is fine), checked now.")
       .def("clear", &BatchCore::clear, "Drops every operation.")
       .def("__len__", &BatchCore::count, "The number of operations.")
-      .def("write", &BatchCore::write, "Applies the operations all or nothing, then empties the batch.");
+      .def("write", &BatchCore::write, "wait"_a = true,
+           "Applies the operations all or nothing, then empties the batch; wait=False returns "
+           "the commit point without waiting for durability.");
 
   nb::class_<DbCore>(m, "DbCore", "An open database; see vmstore.Database.")
       .def("close", &DbCore::close, "Writes everything and closes; harmless when closed.")
       .def_prop_ro("closed", &DbCore::closed, "True after close().")
       .def("sync", &DbCore::sync, "Puts every write so far on stable storage.")
+      .def("wait_durable", &DbCore::waitDurable, "commit"_a,
+           "Returns once the write of this commit point is as durable as write() makes it.")
       .def("tree", &DbCore::tree, "name"_a, "create"_a, "A new TreeCore, or None when missing.")
       .def("batch", &DbCore::batch, "An empty BatchCore of this database.")
       .def("drop_tree", &DbCore::dropTree, "name"_a, "Drops a tree; False when there is none.")

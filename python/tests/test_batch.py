@@ -447,3 +447,57 @@ def test_threads_each_writing_their_own_batches(db):
     for t in trees:
         assert len(t) == 4 * 100
     db.check()
+
+
+def test_write_nowait_then_wait_durable(db, tree):
+    lock = threading.Lock()  # the application's own lock around its transaction
+    b = db.batch()
+    with lock:
+        b.put(tree, b"a", b"1")
+        b.put(tree, b"b", b"2")
+        commit = b.write_nowait()
+    # Released before the flush: readers (and the next transaction) see it already.
+    assert isinstance(commit, int) and commit > 0
+    assert len(b) == 0
+    assert dict(tree) == {b"a": b"1", b"b": b"2"}
+    flushes = db.stats()["log_flushes"]
+    db.wait_durable(commit)
+    assert db.stats()["log_flushes"] == flushes + 1
+    db.wait_durable(commit)  # again: already durable
+    db.wait_durable(0)
+    assert db.stats()["log_flushes"] == flushes + 1
+    assert b.write_nowait() == 0  # an empty batch logs nothing
+    with pytest.raises(vmstore.InvalidArgumentError, match="not returned by this database"):
+        db.wait_durable(commit + 10**9)
+    with pytest.raises((OverflowError, TypeError)):
+        db.wait_durable(-1)
+
+
+def test_write_nowait_survives_reopen_after_the_wait(db_path):
+    with vmstore.open(db_path, pool_size="16M", durability="sync") as db:
+        tree = db.tree()
+        b = db.batch()
+        b.put(tree, b"k", b"v")
+        db.wait_durable(b.write_nowait())
+    with vmstore.open(db_path, pool_size="16M", create=False) as db:
+        assert dict(db.tree()) == {b"k": b"v"}
+
+
+def test_write_nowait_without_a_log(db_path):
+    with vmstore.open(db_path, pool_size="16M", durability="none") as db:
+        tree = db.tree()
+        b = db.batch()
+        b.put(tree, b"k", b"v")
+        assert b.write_nowait() == 0
+        db.wait_durable(0)
+        assert tree[b"k"] == b"v"
+
+
+def test_wait_durable_on_a_closed_database(db_path):
+    db = vmstore.open(db_path, pool_size="16M")
+    b = db.batch()
+    b.put(db.tree(), b"k", b"v")
+    commit = b.write_nowait()
+    db.close()
+    with pytest.raises(vmstore.ClosedError):
+        db.wait_durable(commit)

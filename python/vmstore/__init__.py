@@ -306,6 +306,15 @@ class Database:
         """Puts every write so far on stable storage."""
         self._core.sync()
 
+    def wait_durable(self, commit: int) -> None:
+        """Returns once the batch written with :meth:`Batch.write_nowait` that returned
+        ``commit`` is as durable as :meth:`Batch.write` makes a batch: with
+        ``durability="sync"`` on stable storage (waiters share one flush), at once
+        otherwise. It covers every write logged before it too. A commit point this
+        database did not return since it was opened raises :class:`InvalidArgumentError`;
+        a failed flush raises what ``write`` would have."""
+        self._core.wait_durable(commit)
+
     def close(self) -> None:
         """Writes everything, syncs and releases the directory lock. Waits for calls in
         flight on other threads; harmless when already closed."""
@@ -415,7 +424,16 @@ class Batch:
         keeps its operations: :class:`ClosedError` when the database was closed or one of
         the trees dropped, :class:`StorageIOError` and the like from storage. An empty
         batch writes nothing."""
-        self._core.write()
+        self._core.write(True)
+
+    def write_nowait(self) -> int:
+        """Applies the batch as :meth:`write` does, without waiting for its log flush,
+        and returns its commit point for :meth:`Database.wait_durable` (early lock
+        release: an application holding its own locks releases them in between, so the
+        next transaction joins the same group commit). Readers see the batch at once;
+        until the wait, a crash (with ``durability="sync"``, of the process too) may lose
+        it. 0 when nothing was logged (an empty batch, ``durability="none"``)."""
+        return self._core.write(False)
 
     def __len__(self) -> int:
         """The number of operations added since the batch was made, cleared or written."""

@@ -1,7 +1,9 @@
 // Iterator: walks a tree one leaf at a time (BTree::readForward / readBackward), keeping
-// the current leaf's entries in memory so that key() and value() stay valid until the
-// iterator moves. Moving on from one leaf to the next grows its read-ahead
-// (BTree::nextReadAhead); a seek starts again without.
+// the entries read in memory so that key() and value() stay valid until the iterator
+// moves. A seek copies only the first few entries (BTree::kFirstReadEntries: most scans
+// end there); moving past them reads the rest of that leaf, then whole leaves. Moving
+// on from one leaf to the next grows its read-ahead (BTree::nextReadAhead); a seek
+// starts again without.
 #include <string>
 
 #include "api/database_impl.hpp"
@@ -9,6 +11,7 @@
 
 namespace vmstore {
 
+using internal::BTree;
 using internal::CallGate;
 using internal::DatabaseImpl;
 using internal::LeafBatch;
@@ -48,12 +51,13 @@ struct Iterator::State {
   // The next leaf read continues the scan.
   void continueScan() { ahead = tree->btree.nextReadAhead(ahead); }
   // First entry >= from, moving right across leaves that hold nothing at or above it.
-  void loadForward(std::string from) {
+  // limit: the entries copied from the first leaf read.
+  void loadForward(std::string from, unsigned limit = BTree::kAllEntries) {
     forward = true;
     for (;; continueScan()) {
-      tree->btree.readForward(asBytes(from), &batch, ahead);
+      tree->btree.readForward(asBytes(from), &batch, ahead, limit);
       idx = 0;
-      if (!batch.keys.empty()) {
+      if (batch.count > 0) {
         valid = true;
         return;
       }
@@ -65,13 +69,14 @@ struct Iterator::State {
     }
   }
   // Last entry <= from (< from when exclusive), moving left likewise.
-  void loadBackward(std::string from, bool exclusive) {
+  void loadBackward(std::string from, bool exclusive, unsigned limit = BTree::kAllEntries) {
     forward = false;
     for (;; continueScan()) {
-      tree->btree.readBackward(asBytes(from), &batch, ahead);
-      idx = (exclusive && !batch.keys.empty() && batch.keys[0] == from) ? 1 : 0;
+      // One more when exclusive: the first entry may be from itself.
+      tree->btree.readBackward(asBytes(from), &batch, ahead, limit == BTree::kAllEntries ? limit : limit + 1);
+      idx = (exclusive && batch.count > 0 && batch.keys[0] == from) ? 1 : 0;
       exclusive = false;
-      if (idx < batch.keys.size()) {
+      if (idx < batch.count) {
         valid = true;
         return;
       }
@@ -98,13 +103,13 @@ Iterator Tree::newIterator() const {
 void Iterator::seek(std::string_view key) {
   state_->guarded([&] {
     state_->startScan();
-    state_->loadForward(std::string(key));
+    state_->loadForward(std::string(key), BTree::kFirstReadEntries);
   });
 }
 void Iterator::seekForPrev(std::string_view key) {
   state_->guarded([&] {
     state_->startScan();
-    state_->loadBackward(std::string(key), false);
+    state_->loadBackward(std::string(key), false, BTree::kFirstReadEntries);
   });
 }
 void Iterator::seekToFirst() { seek({}); }
@@ -112,7 +117,7 @@ void Iterator::seekToLast() {
   // Above every key: longer than the longest key, all 0xff.
   state_->guarded([&] {
     state_->startScan();
-    state_->loadBackward(std::string(kMaxKeySize + 1, '\xff'), false);
+    state_->loadBackward(std::string(kMaxKeySize + 1, '\xff'), false, BTree::kFirstReadEntries);
   });
 }
 
@@ -122,10 +127,14 @@ void Iterator::next() {
   s.guarded([&] {
     if (!s.forward) {
       s.startScan();  // turning around
-      s.loadForward(s.batch.keys[s.idx] + '\0');
+      s.loadForward(s.batch.keys[s.idx] + '\0', BTree::kFirstReadEntries);
       return;
     }
-    if (++s.idx < s.batch.keys.size()) return;
+    if (++s.idx < s.batch.count) return;
+    if (s.batch.more) {  // the rest of the same leaf
+      s.loadForward(s.batch.keys[s.batch.count - 1] + '\0');
+      return;
+    }
     if (s.batch.fence.empty()) {
       s.valid = false;
       return;
@@ -141,10 +150,14 @@ void Iterator::prev() {
   s.guarded([&] {
     if (s.forward) {
       s.startScan();  // turning around
-      s.loadBackward(s.batch.keys[s.idx], true);
+      s.loadBackward(s.batch.keys[s.idx], true, BTree::kFirstReadEntries);
       return;
     }
-    if (++s.idx < s.batch.keys.size()) return;
+    if (++s.idx < s.batch.count) return;
+    if (s.batch.more) {  // the rest of the same leaf, below the last entry read
+      s.loadBackward(s.batch.keys[s.batch.count - 1], true);
+      return;
+    }
     if (s.batch.fence.empty()) {
       s.valid = false;
       return;

@@ -38,8 +38,14 @@ struct ValuePage;
 
 // Entries copied out of one leaf for an iterator, in iteration order.
 struct LeafBatch {
+  // Entries [0, count) are this read's, in the read's direction; the strings past count
+  // are kept only so that the next read reuses their memory.
   std::vector<std::string> keys;
   std::vector<std::string> values;
+  size_t count = 0;
+  // The read stopped at its entry limit: the leaf holds more entries in this direction
+  // after keys[count - 1] (forward: above it, backward: below it); fence is then unset.
+  bool more = false;
   // Forward: the leaf's upper fence (continue after it). Backward: its lower fence
   // (continue at or below it). Empty: this leaf was the last one in that direction.
   std::string fence;
@@ -97,14 +103,23 @@ class BasicBTree {
         &decide);
   }
 
-  // The entries >= from of the leaf that holds `from`, ascending.
+  // The entries >= from of the leaf that holds `from`, ascending; at most maxEntries of
+  // them (then out->more).
   // readAhead > 0 (a scan that goes on from the leaf before): if the leaf after this one
   // is still on storage, the next readAhead leaves under the same parent are read in
   // together before returning (BufferManager::readAhead), so a long scan waits for one
   // batch of reads every readAhead leaves instead of for each leaf.
-  void readForward(Bytes from, LeafBatch* out, unsigned readAhead = 0) { readLeaf(from, true, out, readAhead); }
+  void readForward(Bytes from, LeafBatch* out, unsigned readAhead = 0, unsigned maxEntries = kAllEntries) {
+    readLeaf(from, true, out, readAhead, maxEntries);
+  }
   // The entries <= from of the leaf that holds `from`, descending (read-ahead leftwards).
-  void readBackward(Bytes from, LeafBatch* out, unsigned readAhead = 0) { readLeaf(from, false, out, readAhead); }
+  void readBackward(Bytes from, LeafBatch* out, unsigned readAhead = 0, unsigned maxEntries = kAllEntries) {
+    readLeaf(from, false, out, readAhead, maxEntries);
+  }
+  static constexpr unsigned kAllEntries = ~0u;
+  // The entries a scan copies from its first leaf: most scans end within a few entries,
+  // so a seek does not copy a whole leaf; the reads after it take whole leaves.
+  static constexpr unsigned kFirstReadEntries = 8;
   // The read-ahead of a scan's next leaf, given the last one (0 at its first leaf): none
   // for the first leaf (most scans end in it), then 4 leaves, doubling with each leaf
   // crossed, up to the buffer manager's readAheadPages() (config read_ahead).
@@ -118,10 +133,19 @@ class BasicBTree {
   void scan(Bytes from, bool forward, Fn&& fn) {
     LeafBatch batch;
     std::string at(reinterpret_cast<const char*>(from.data()), from.size());
-    for (unsigned ahead = 0;; ahead = nextReadAhead(ahead)) {
-      readLeaf(asBytes(at), forward, &batch, ahead);
-      for (size_t i = 0; i < batch.keys.size(); i++) {
+    bool skipAt = false;  // backward after a partial read: at itself was handed out
+    unsigned limit = kFirstReadEntries;
+    for (unsigned ahead = 0;; ahead = batch.more ? ahead : nextReadAhead(ahead), limit = kAllEntries) {
+      readLeaf(asBytes(at), forward, &batch, ahead, limit);
+      size_t i = skipAt && batch.count > 0 && batch.keys[0] == at ? 1 : 0;
+      for (; i < batch.count; i++) {
         if (!fn(std::string_view(batch.keys[i]), std::string_view(batch.values[i]))) return;
+      }
+      skipAt = false;
+      if (batch.more) {  // the rest of the same leaf
+        at = forward ? batch.keys[batch.count - 1] + '\0' : batch.keys[batch.count - 1];
+        skipAt = !forward;
+        continue;
       }
       if (batch.fence.empty()) return;
       // Forward: the smallest key above the upper fence. Backward: keys <= the lower
@@ -161,7 +185,7 @@ class BasicBTree {
   using NodeO = GuardO<BTreeNode, BM>;
   using NodeX = GuardX<BTreeNode, BM>;
   void descend(Bytes key, NodeO* parent, NodeO* node, uint64_t stopAt);
-  void readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead);
+  void readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead, unsigned maxEntries);
   // Up to n children of parent after (forward) or before the one for key, into *out,
   // if the first of them is still on storage; else none. Validates parent.
   void leavesAhead(NodeO& parent, Bytes key, bool forward, unsigned n, std::vector<uint64_t>* out);

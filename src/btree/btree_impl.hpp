@@ -557,11 +557,12 @@ void BasicBTree<BM>::shrinkRoot() {
 }
 
 template <class BM>
-void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead) {
+void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned readAhead, unsigned maxEntries) {
   std::vector<uint64_t> ahead;
   withRestarts(bm_, [&] {
-    out->keys.clear();
-    out->values.clear();
+    out->count = 0;
+    out->more = false;
+    out->fence.clear();
     NodeO parent;
     NodeO node;
     descend(from, &parent, &node, kNoPage);
@@ -572,24 +573,40 @@ void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned
     bool found;
     unsigned pos = node->lowerBound(from, &found);
     uint8_t key[kKeyBuf];
-    auto add = [&](unsigned i) {
+    auto add = [&](unsigned i) {  // into the batch's next strings, reusing their memory
       unsigned n = node->copyKey(i, key, kKeyBuf);
-      out->keys.emplace_back(reinterpret_cast<char*>(key), n);
-      out->values.emplace_back();
-      copyValue(node, i, &out->values.back());
+      if (out->count == out->keys.size()) {
+        out->keys.emplace_back();
+        out->values.emplace_back();
+      }
+      out->keys[out->count].assign(reinterpret_cast<char*>(key), n);
+      copyValue(node, i, &out->values[out->count]);
+      out->count++;
     };
     Bytes fence;
     if (forward) {
-      for (unsigned i = pos; i < node->count; i++) add(i);
+      unsigned end = node->count;
+      if (end - std::min(pos, end) > maxEntries) {
+        end = pos + maxEntries;
+        out->more = true;
+      }
+      for (unsigned i = pos; i < end; i++) add(i);
       fence = node->upperFenceKey();
     } else {
       unsigned end = std::min<unsigned>(found ? pos + 1 : pos, node->count);  // keys <= from
-      for (unsigned i = end; i-- > 0;) add(i);
+      unsigned stop = 0;
+      if (end > maxEntries) {
+        stop = end - maxEntries;
+        out->more = true;
+      }
+      for (unsigned i = end; i-- > stop;) add(i);
       fence = node->lowerFenceKey();
     }
-    out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
+    if (!out->more) {
+      out->fence.assign(reinterpret_cast<const char*>(fence.data()), std::min<size_t>(fence.size(), kKeyBuf));
+    }
     node.validate();
-    if (readAhead > 0 && parent.pid() != kNoPage && !fence.empty()) {
+    if (readAhead > 0 && !out->more && parent.pid() != kNoPage && !fence.empty()) {
       leavesAhead(parent, from, forward, readAhead, &ahead);
     }
   });

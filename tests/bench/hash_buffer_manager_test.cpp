@@ -74,7 +74,7 @@ TEST(HashBufferManager, TreeMatchesMapWhileEvicting) {
   auto it = model.begin();
   for (;;) {
     tree.readForward(asBytes(from), &batch);
-    for (size_t i = 0; i < batch.keys.size(); i++, ++it) {
+    for (size_t i = 0; i < batch.count; i++, ++it) {
       ASSERT_NE(it, model.end());
       ASSERT_EQ(batch.keys[i], it->first);
       ASSERT_EQ(batch.values[i], it->second);

@@ -80,7 +80,7 @@ Model scanForward(BTree& t) {
     LeafBatch batch;
     t.readForward(asBytes(from), &batch);
     EXPECT_EQ(batch.keys.size(), batch.values.size());
-    for (size_t i = 0; i < batch.keys.size(); i++) {
+    for (size_t i = 0; i < batch.count; i++) {
       if (!first) {
         EXPECT_LT(prev, batch.keys[i]) << "forward scan out of order";
       }
@@ -103,7 +103,7 @@ std::vector<std::pair<std::string, std::string>> scanBackward(BTree& t) {
   for (int leaves = 0; leaves < 1000000; leaves++) {
     LeafBatch batch;
     t.readBackward(asBytes(from), &batch);
-    for (size_t i = 0; i < batch.keys.size(); i++) {
+    for (size_t i = 0; i < batch.count; i++) {
       EXPECT_LE(batch.keys[i], from);
       if (!out.empty()) {
         EXPECT_LT(batch.keys[i], out.back().first) << "backward scan out of order";
@@ -289,7 +289,7 @@ TEST(BTree, RandomWorkloadMatchesMap) {
     LeafBatch batch;
     t.readForward(asBytes(from), &batch);
     auto it = model.lower_bound(from);
-    for (size_t j = 0; j < batch.keys.size(); j++, ++it) {
+    for (size_t j = 0; j < batch.count; j++, ++it) {
       ASSERT_NE(it, model.end());
       ASSERT_EQ(batch.keys[j], it->first);
       ASSERT_EQ(batch.values[j], it->second);
@@ -299,13 +299,52 @@ TEST(BTree, RandomWorkloadMatchesMap) {
     }
     t.readBackward(asBytes(from), &batch);
     auto rit = std::make_reverse_iterator(model.upper_bound(from));
-    for (size_t j = 0; j < batch.keys.size(); j++, ++rit) {
+    for (size_t j = 0; j < batch.count; j++, ++rit) {
       ASSERT_NE(rit, model.rend());
       ASSERT_EQ(batch.keys[j], rit->first);
     }
     if (!batch.fence.empty() && rit != model.rend()) {
       EXPECT_LE(rit->first, batch.fence);
     }
+  }
+  // scan() starts with a read of a few entries (kFirstReadEntries) and goes on from its
+  // last key: both directions see exactly the model.
+  std::vector<std::string> want;
+  for (const auto& [k, v] : model) want.push_back(k);
+  std::vector<std::string> got;
+  t.scan(asBytes(""), true, [&](std::string_view k, std::string_view) {
+    got.emplace_back(k);
+    return true;
+  });
+  EXPECT_EQ(got, want);
+  const std::string top(kMaxKeySize + 1, '\xff');
+  got.clear();
+  t.scan(asBytes(top), false, [&](std::string_view k, std::string_view) {
+    got.emplace_back(k);
+    return true;
+  });
+  std::reverse(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+  // A read limited to a few entries stops with `more` (no fence) where the leaf has more.
+  for (int i = 0; i < 50 && !model.empty(); i++) {
+    std::string from = randomBytes(rng, 1 + rng() % 6);
+    const unsigned limit = 1 + static_cast<unsigned>(rng() % 4);
+    LeafBatch full, part;
+    t.readForward(asBytes(from), &full);
+    t.readForward(asBytes(from), &part, 0, limit);
+    EXPECT_EQ(part.count, std::min<size_t>(full.count, limit));
+    EXPECT_EQ(part.more, full.count > limit);
+    for (size_t j = 0; j < part.count; j++) ASSERT_EQ(part.keys[j], full.keys[j]);
+    if (part.more) {
+      EXPECT_TRUE(part.fence.empty());
+    } else {
+      EXPECT_EQ(part.fence, full.fence);
+    }
+    t.readBackward(asBytes(from), &full);
+    t.readBackward(asBytes(from), &part, 0, limit);
+    EXPECT_EQ(part.count, std::min<size_t>(full.count, limit));
+    EXPECT_EQ(part.more, full.count > limit);
+    for (size_t j = 0; j < part.count; j++) ASSERT_EQ(part.keys[j], full.keys[j]);
   }
 }
 
