@@ -46,6 +46,9 @@ struct RunOptions {
   std::string vmstoreConfig;  // vmstore: extra config keys (--vmstore-config)
   unsigned batch = 0;   // lookup: keys per Session::getMany call (0: one get per lookup)
   uint64_t scanLength = 0;  // scan: entries per scan (0: the workload's default)
+  // tpcc: each transaction on a uniformly random warehouse (as the original vmcache code
+  // runs it) instead of the worker's home warehouse.
+  bool tpccRandomWarehouse = false;
   // Workers of the measured phase (their tid is 0 .. workers()-1).
   unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }
 };

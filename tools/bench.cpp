@@ -28,6 +28,7 @@ void printBenchHelp() {
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
+      "                     [--tpcc-warehouse=home|random]\n"
       "                     [--warmup=S] [--trace=FILE]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
@@ -67,6 +68,8 @@ void printBenchHelp() {
       "transaction per entry read. --warmup=S: run S whole seconds first (their rows are\n"
       "printed; tx_per_s and tx count only the S seconds after). --trace=FILE (vmstore):\n"
       "record every page access of the run into FILE for `vmstore sim` (docs/POLICIES.md).\n"
+      "--tpcc-warehouse=random (tpcc): each transaction on a uniformly random warehouse, as\n"
+      "the original vmcache code runs TPC-C; default home: each worker on its own.\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -153,6 +156,7 @@ int cmdBench(int argc, char** argv) {
              {"io", true},
              {"batch", true},
              {"scan-length", true},
+             {"tpcc-warehouse", true},
              {"warmup", true},
              {"trace", true},
              {"vmstore-config", true}});
@@ -187,6 +191,12 @@ int cmdBench(int argc, char** argv) {
   if (warmup > 3600) throw UsageError("--warmup: at most 3600 seconds");
   opts.warmup = static_cast<unsigned>(warmup);
   if (args.has("scan-length") && opts.workload != "scan") throw UsageError("--scan-length is for the scan workload");
+  const std::string warehouse = args.str("tpcc-warehouse", "home");
+  if (warehouse != "home" && warehouse != "random") {
+    throw UsageError("--tpcc-warehouse=" + warehouse + ": use home or random");
+  }
+  if (args.has("tpcc-warehouse") && opts.workload != "tpcc") throw UsageError("--tpcc-warehouse is for tpcc");
+  opts.tpccRandomWarehouse = warehouse == "random";
   opts.vmstoreConfig = args.str("vmstore-config", "");
   if (args.has("trace")) {
     // The page-reference string of the run, for `vmstore sim` (config trace=FILE).

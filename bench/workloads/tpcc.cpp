@@ -107,6 +107,7 @@ void TpccWorkload::run(Session& session, unsigned tid, const RunOptions& opts,
   prepare(warehousesOf(opts));
   Worker worker(session, shared_, tid, seed_ ^ (0x2545f4914f6cdd1dULL * (tid + 101)));
   while (!stop.load(std::memory_order_relaxed)) {
+    if (opts.tpccRandomWarehouse) worker.moveToRandomWarehouse();
     worker.runOne();
     counter.tx.fetch_add(1, std::memory_order_relaxed);
   }

@@ -1,7 +1,8 @@
 // The `tpcc` workload: full TPC-C (nine tables, the customer-by-last-name and
 // order-by-customer indexes, the five transactions with the standard mix, NURand) as the
 // vmcache paper ran it: no think or keying time, worker thread tid with home warehouse
-// tid % W + 1, --data = W warehouses (default 4).
+// tid % W + 1, --data = W warehouses (default 4). --tpcc-warehouse=random instead runs
+// each transaction on a uniformly random warehouse, as the original vmcache code does.
 //
 // Files: tpcc_schema.hpp (tables, keys, rows), tpcc_random.hpp (NURand, strings),
 // tpcc_load.cpp (population), tpcc_txn.cpp (the five transactions), tpcc_check.cpp
@@ -104,6 +105,8 @@ class Worker {
   Worker(Session& session, Shared& shared, unsigned tid, uint64_t seed);
   // Runs one transaction drawn from the standard mix.
   void runOne();
+  // The next transactions run on a uniformly random warehouse (--tpcc-warehouse=random).
+  void moveToRandomWarehouse() { w_ = rng_.uniformU(1, sh_.warehouses); }
   // The five transactions on the worker's home warehouse with random inputs.
   // newOrder returns false when it rolled back (the 1% invalid item).
   bool newOrder();
