@@ -1,6 +1,7 @@
 #include "api/database_impl.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "os/numa.hpp"
 #include "policy/registry.hpp"
 #include "task/cooperative.hpp"
+#include "wal/value_patch.hpp"
 #include "vmstore/limits.hpp"
 
 namespace vmstore::internal {
@@ -310,6 +312,32 @@ Status DatabaseImpl::recoverAndLoad() {
   });
 }
 
+Status DatabaseImpl::replayPatch(TreeImpl* t, std::string_view key, std::string_view patch) {
+  // A key that is absent, or holds a value of another size, is met only when the record
+  // is replayed a second time over later writes (see replayLog): skipped, as a delete of
+  // an absent key is.
+  struct Ctx {
+    std::string_view patch;
+    std::string value;
+    bool malformed = false;
+  } ctx{patch, {}};
+  Status st = update(
+      t, key,
+      [](void* c, std::optional<std::string_view> current) {
+        auto* x = static_cast<Ctx*>(c);
+        if (!current || current->size() != patchedSize(x->patch)) return Change::keep();
+        x->value.assign(*current);
+        if (!applyPatch(x->patch, {reinterpret_cast<uint8_t*>(x->value.data()), x->value.size()})) {
+          x->malformed = true;
+          return Change::keep();
+        }
+        return Change::put(std::string_view(x->value));
+      },
+      &ctx);
+  if (st.ok() && ctx.malformed) return Status::Corruption("a malformed patch record for a key of tree '" + t->name + "'");
+  return st;
+}
+
 Status DatabaseImpl::replayLog() {
   // The records of the interval after the checkpoint, then those after a cut of it that
   // never committed (the other log file). A record met a second time (a crash after a
@@ -327,7 +355,11 @@ Status DatabaseImpl::replayLog() {
         st = openTree(op.tree, false, &tree);
         if (st.ok()) {
           TreeImpl* t = TreeImpl::of(tree);
-          st = op.kind == LogOpKind::kPut ? put(t, op.key, op.value) : del(t, op.key);
+          if (op.kind == LogOpKind::kPatch) {
+            st = replayPatch(t, op.key, op.value);
+          } else {
+            st = op.kind == LogOpKind::kPut ? put(t, op.key, op.value) : del(t, op.key);
+          }
         }
       }
       if (st.isNotFound()) st = Status::OK();  // an absent key or tree
@@ -788,7 +820,11 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     st = guarded(change);
     if (size != 0) {
       if (st.ok()) {
-        lsn = log_.append(ops, size);
+        // The change may have made its record smaller (a batch's updates as patches).
+        size_t actual = recordSize(ops);
+        assert(actual <= size);
+        lsn = log_.append(ops, actual);
+        if (actual < size) log_.unreserve(size - actual);
       } else {
         log_.unreserve(size);
       }
@@ -949,6 +985,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
   if (!pass) return closedStatus();
   if (Status refused = writable(); !refused.ok()) return refused;
   std::exception_ptr thrown;  // fn's exception, rethrown once everything is let go
+  std::string patch;          // a same-size put's record: the bytes that changed
   uint64_t lsn = 0;
   bool unlogged = false;  // a put too large for the log (see writeUnder)
   Status st;
@@ -961,6 +998,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
     Change change = Change::keep();  // fn's decision (a put's value may live in it)
     std::optional<LogOp> op;         // the change, as logged
     std::string owned;        // a put value that viewed `current`, which ends with the read
+    std::string_view newValue;  // a put's value (logged whole, or as a patch)
     size_t reserved = 0;
     size_t logFull = 0;  // the record that found the log file full
     Status decided;
@@ -994,7 +1032,11 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
             auto at = reinterpret_cast<uintptr_t>(v.data());
             auto from = cur ? reinterpret_cast<uintptr_t>(cur->data()) : 0;
             if (cur && !v.empty() && at >= from && at < from + cur->size()) v = owned.assign(v);
+            newValue = v;
             op = LogOp{LogOpKind::kPut, t->name, key, v};
+            if (logging() && cur && cur->size() == v.size() && encodePatch(asBytes(*cur), asBytes(v), &patch)) {
+              op = LogOp{LogOpKind::kPatch, t->name, key, patch};  // a row update: its changed bytes
+            }
             break;
           }
         }
@@ -1018,12 +1060,12 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
           reserved = size;
         }
         markChanged();
-        if (op->kind != LogOpKind::kPut) return std::nullopt;
-        return asBytes(op->value);
+        if (op->kind == LogOpKind::kDelete) return std::nullopt;
+        return asBytes(newValue);
       });
       if (op && !inPlace) {
-        if (op->kind == LogOpKind::kPut) {
-          t->btree.put(asBytes(key), asBytes(op->value));
+        if (op->kind != LogOpKind::kDelete) {
+          t->btree.put(asBytes(key), asBytes(newValue));
         } else {
           t->btree.remove(asBytes(key));
         }
@@ -1087,6 +1129,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
       ops.push_back({op.isPut ? LogOpKind::kPut : LogOpKind::kDelete, trees[i]->name, op.key, op.value});
     }
   }
+  std::string patches;  // the patches of the batch's same-size puts, end to end
   return writeUnder<std::unique_lock<std::shared_mutex>>(ops, KeyLock{}, &DatabaseImpl::writable, [&] {
     struct Undo {
       TreeImpl* tree;
@@ -1131,6 +1174,22 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
       // Half a batch in memory must never reach a checkpoint: refuse further writes; the
       // reopened database is the last checkpoint, which holds none of it.
       if (!undone.ok()) poison(undone, "a batch that could not be undone");
+    } else if (!ops.empty()) {
+      // Its same-size puts (row updates) are logged as the bytes that changed.
+      std::vector<std::pair<size_t, size_t>> at(undo.size());  // in patches; length 0: none
+      std::string one;
+      for (size_t i = 0; i < undo.size(); i++) {
+        const WriteBatch::Op& op = batch.ops()[i];
+        if (!op.isPut || !undo[i].had || undo[i].old.size() != op.value.size()) continue;
+        if (!encodePatch(asBytes(undo[i].old), asBytes(op.value), &one)) continue;
+        at[i] = {patches.size(), one.size()};
+        patches += one;
+      }
+      for (size_t i = 0; i < at.size(); i++) {
+        if (at[i].second == 0) continue;
+        ops[i] = LogOp{LogOpKind::kPatch, ops[i].tree, ops[i].key,
+                       std::string_view(patches).substr(at[i].first, at[i].second)};
+      }
     }
     return st;
   }, 0, commit);

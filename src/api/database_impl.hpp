@@ -181,6 +181,8 @@ class DatabaseImpl {
   // size asks for a checkpoint.
   Status afterWrite(Status st, uint64_t lsn, uint64_t* commit = nullptr);
   Status replayLog();  // open(): the log's records after the restored checkpoint
+  // replayLog: a patch record (a same-size update) applied over the key's value.
+  Status replayPatch(TreeImpl* t, std::string_view key, std::string_view patch);
   void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();

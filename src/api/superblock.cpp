@@ -57,9 +57,10 @@ Status decodeSuperblock(const Page* page, const std::string& path, Superblock* s
   if (!pageIsIntact(page, 0) || p->page.kind != PageKind::kSuperblock) {
     return Status::Corruption("superblock of " + path + " is damaged (checksum mismatch)");
   }
-  if (p->formatVersion != kFormatVersion) {
+  if (p->formatVersion < kOldestFormatVersion || p->formatVersion > kFormatVersion) {
     return Status::Corruption(path + " has format version " + std::to_string(p->formatVersion) +
-                              "; this build reads version " + std::to_string(kFormatVersion));
+                              "; this build reads versions " + std::to_string(kOldestFormatVersion) + " to " +
+                              std::to_string(kFormatVersion));
   }
   if (p->pageSize != kPageSize) {
     return Status::Corruption(path + " uses a page size of " + std::to_string(p->pageSize));

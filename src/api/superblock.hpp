@@ -20,7 +20,12 @@
 
 namespace vmstore::internal {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 added patch records to the operation log (wal/log_record.hpp); this build
+// writes 2 and reads 1 and 2 (a version-1 database takes 2 at its next checkpoint). A
+// build that reads only 1 refuses a version-2 file; one that crashed before that first
+// checkpoint may leave patch records that such a build would take for the log's end.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 
 struct Superblock {
   uint64_t pageCount = 0;    // pages in the file, including this one

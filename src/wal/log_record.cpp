@@ -81,7 +81,7 @@ RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_
     std::memcpy(&keyLen, p + 3, 4);
     std::memcpy(&valueLen, p + 7, 4);
     p += kOpHeader;
-    if (kind < 1 || kind > 4) return RecordCheck::kMismatch;
+    if (kind < 1 || kind > static_cast<uint8_t>(LogOpKind::kPatch)) return RecordCheck::kMismatch;
     uint64_t need = uint64_t{nameLen} + keyLen + valueLen;
     if (need > static_cast<uint64_t>(end - p)) return RecordCheck::kMismatch;
     LogOp op{static_cast<LogOpKind>(kind), {reinterpret_cast<const char*>(p), nameLen},

@@ -10,7 +10,9 @@
 //   interval or of another session left behind in a recycled log is never taken for one
 //   of this interval.
 // - The payload is the operations in order: kind (1 byte), tree name length (2 bytes),
-//   key length (4), value length (4), then the name, key and value bytes.
+//   key length (4), value length (4), then the name, key and value bytes. A patch
+//   (kPatch) is a same-size update of a key's value: its value bytes are the patch
+//   (wal/value_patch.hpp), replayed over the value the key holds then.
 // - decodeRecord() never reads past the bytes it is given and rejects every
 //   inconsistency (lengths beyond the payload, unknown kinds, a count that does not
 //   match); LogOp views point into the given bytes.
@@ -24,13 +26,13 @@
 
 namespace vmstore::internal {
 
-enum class LogOpKind : uint8_t { kPut = 1, kDelete = 2, kCreateTree = 3, kDropTree = 4 };
+enum class LogOpKind : uint8_t { kPut = 1, kDelete = 2, kCreateTree = 3, kDropTree = 4, kPatch = 5 };
 
 struct LogOp {
   LogOpKind kind;
   std::string_view tree;
-  std::string_view key;    // put, delete
-  std::string_view value;  // put
+  std::string_view key;    // put, delete, patch
+  std::string_view value;  // put; patch: the patch
 };
 
 struct LogRecordHeader {

@@ -4,14 +4,19 @@
 // prefix of them in another.
 //
 // - Operations: puts (values from a few bytes to out-of-line sizes), deletes (often of
-//   absent keys), batches of 2-8 puts and deletes across trees, a drop and re-creation of
-//   tree "t3", and checkpoints (sync). Three trees: "", "t2", "t3"; a key space of 400
-//   keys per tree, so keys are overwritten and deleted many times.
+//   absent keys), batches of 2-8 puts and deletes across trees, read-modify-writes
+//   (Tree::update) of rows, a drop and re-creation of tree "t3", and checkpoints (sync).
+//   Three trees: "", "t2", "t3"; a key space of 400 keys per tree, so keys are
+//   overwritten and deleted many times, and 60 row keys whose values keep one size per
+//   key and change in a few bytes at a time (the log records such same-size changes of
+//   batches and updates as patches).
 // - Model: the expected content after a prefix of operations; a missing tree equals an
 //   empty one (a drop and its re-creation are two calls, a crash may fall between).
 #pragma once
 
+#include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +37,9 @@ class DurabilityWorkload {
     std::string key, value;
   };
   struct Op {
-    enum Kind { kWrite, kBatch, kDropT3, kSync } kind;
-    std::vector<Write> writes;  // one for kWrite, 2-8 for kBatch
+    enum Kind { kWrite, kBatch, kUpdate, kDropT3, kSync } kind;
+    std::vector<Write> writes;  // one for kWrite and kUpdate, 2-8 for kBatch
+    uint64_t salt = 0;          // kUpdate: which bytes of the row change, and to what
   };
 
   Op op(uint64_t i) const {
@@ -48,6 +54,11 @@ class DurabilityWorkload {
       o.kind = Op::kBatch;
       size_t n = rng.uniform(2, 8);
       for (size_t j = 0; j < n; j++) o.writes.push_back(write(rng, i));
+    } else if (r < 300) {
+      o.kind = Op::kUpdate;
+      Write w{true, static_cast<int>(rng.uniform(0, 2)), rowKey(rng.uniform(0, kRows - 1)), {}};
+      o.writes.push_back(w);
+      o.salt = rng.next();
     } else {
       o.kind = Op::kWrite;
       o.writes.push_back(write(rng, i));
@@ -80,6 +91,17 @@ class DurabilityWorkload {
         }
         return db->write(b).ok();
       }
+      case Op::kUpdate: {
+        const Write& w = o.writes[0];
+        std::string next;
+        return trees[w.tree]
+            ->update(w.key,
+                     [&](std::optional<std::string_view> cur) {
+                       next = updatedRow(w.key, cur, o.salt);
+                       return vmstore::Change::put(next);
+                     })
+            .ok();
+      }
     }
     return false;
   }
@@ -87,6 +109,13 @@ class DurabilityWorkload {
   void applyToModel(Model* m, uint64_t i) const {
     Op o = op(i);
     if (o.kind == Op::kDropT3) (*m)[kTrees[2]].clear();
+    if (o.kind == Op::kUpdate) {
+      const Write& w = o.writes[0];
+      auto& t = (*m)[kTrees[w.tree]];
+      auto it = t.find(w.key);
+      t[w.key] = updatedRow(w.key, it == t.end() ? std::nullopt : std::optional<std::string_view>(it->second), o.salt);
+      return;
+    }
     for (const Write& w : o.writes) {
       auto& t = (*m)[kTrees[w.tree]];
       if (w.put) {
@@ -126,10 +155,34 @@ class DurabilityWorkload {
   }
 
  private:
+  static constexpr uint64_t kRows = 60;
+  static std::string rowKey(uint64_t row) { return numKey("r", row, 2); }
+  // A row's value: one size per row key, its bytes the row's base with 8 bytes set by i.
+  static std::string rowValue(std::string_view key, uint64_t i) {
+    std::string v = taggedValue(key, 0, 100 + hash64(key) % 300);
+    uint64_t h = mix64(i);
+    std::memcpy(v.data() + kTagSize + h % (v.size() - kTagSize - 8), &h, 8);
+    return v;
+  }
+  // What an update with this salt makes of a row: 4 bytes of it set (an absent row: its
+  // base value first).
+  static std::string updatedRow(std::string_view key, std::optional<std::string_view> cur, uint64_t salt) {
+    std::string v = cur ? std::string(*cur) : rowValue(key, 0);
+    if (v.size() < kTagSize + 4) return v + "!";  // not a row value (never here): grows
+    uint32_t bytes = static_cast<uint32_t>(salt >> 32);
+    std::memcpy(v.data() + kTagSize + salt % (v.size() - kTagSize - 4 + 1), &bytes, 4);
+    return v;
+  }
+
   Write write(Rng& rng, uint64_t i) const {
     Write w;
     w.put = rng.uniform(0, 99) < 70;
     w.tree = static_cast<int>(rng.uniform(0, 2));
+    if (rng.uniform(0, 99) < 30) {  // a row
+      w.key = rowKey(rng.uniform(0, kRows - 1));
+      if (w.put) w.value = rowValue(w.key, i);
+      return w;
+    }
     w.key = numKey("k", rng.uniform(0, 399), 4);
     if (w.put) {
       uint64_t r = rng.uniform(0, 99);

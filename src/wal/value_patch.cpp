@@ -1,0 +1,77 @@
+#include "wal/value_patch.hpp"
+
+#include <cstring>
+
+namespace vmstore::internal {
+
+namespace {
+
+constexpr size_t kRangeHeader = 8;  // offset, length
+
+void putU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+
+uint32_t getU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// The first index >= i where a and b differ, or n.
+size_t firstDifference(const uint8_t* a, const uint8_t* b, size_t i, size_t n) {
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (x != y) break;
+  }
+  while (i < n && a[i] == b[i]) i++;
+  return i;
+}
+
+}  // namespace
+
+bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* out) {
+  const size_t n = next.size();
+  if (old.size() != n || n > UINT32_MAX) return false;
+  out->clear();
+  putU32(out, static_cast<uint32_t>(n));
+  size_t i = firstDifference(old.data(), next.data(), 0, n);
+  while (i < n) {
+    size_t end = i + 1;  // one past the last differing byte of this range
+    for (;;) {
+      size_t d = firstDifference(old.data(), next.data(), end, n);
+      if (d == n || d - end >= kMergeGap) break;
+      end = d + 1;
+    }
+    if (out->size() + kRangeHeader + (end - i) >= n) return false;
+    putU32(out, static_cast<uint32_t>(i));
+    putU32(out, static_cast<uint32_t>(end - i));
+    out->append(reinterpret_cast<const char*>(next.data() + i), end - i);
+    i = firstDifference(old.data(), next.data(), end, n);
+  }
+  return out->size() < n;
+}
+
+uint64_t patchedSize(std::string_view patch) { return patch.size() < 4 ? UINT64_MAX : getU32(patch.data()); }
+
+bool applyPatch(std::string_view patch, std::span<uint8_t> value) {
+  if (patchedSize(patch) != value.size()) return false;
+  // Checked whole first, so a malformed patch writes nothing.
+  for (int pass = 0; pass < 2; pass++) {
+    size_t p = 4;
+    uint64_t floor = 0;  // ranges ascend and never overlap
+    while (p < patch.size()) {
+      if (patch.size() - p < kRangeHeader) return false;
+      uint64_t off = getU32(patch.data() + p);
+      uint64_t len = getU32(patch.data() + p + 4);
+      p += kRangeHeader;
+      if (off < floor || off + len > value.size() || len > patch.size() - p) return false;
+      if (pass == 1 && len > 0) std::memcpy(value.data() + off, patch.data() + p, len);
+      floor = off + len;
+      p += len;
+    }
+  }
+  return true;
+}
+
+}  // namespace vmstore::internal
