@@ -85,6 +85,7 @@ int cmdStats(int argc, char** argv) {
   }
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);
+  line("log_appended_bytes", st.log_appended_bytes);
   line("log_file_size", humanBytes(st.log_file_bytes));
   // What this open recovered: an interrupted checkpoint completed, log records replayed.
   line("recovered_checkpoint", st.recovered_checkpoint ? "yes" : "no");

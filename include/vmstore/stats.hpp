@@ -54,6 +54,7 @@ struct Stats {
   uint64_t trees = 0;           // named trees, including the default tree if created
   // Durability.
   uint64_t log_bytes = 0;       // write-ahead log written since the last checkpoint
+  uint64_t log_appended_bytes = 0;  // write-ahead log written since open (all intervals)
   uint64_t log_file_bytes = 0;  // size of the log file (it is recycled, not truncated)
   uint64_t log_flushes = 0;     // flushes (fdatasync) of the log since open
   uint64_t checkpoints = 0;     // checkpoints committed over the database's life

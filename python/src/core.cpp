@@ -824,6 +824,7 @@ class DbCore {
     d["file_bytes"] = s.file_bytes;
     d["trees"] = s.trees;
     d["log_bytes"] = s.log_bytes;
+    d["log_appended_bytes"] = s.log_appended_bytes;
     d["log_file_bytes"] = s.log_file_bytes;
     d["log_flushes"] = s.log_flushes;
     d["checkpoints"] = s.checkpoints;

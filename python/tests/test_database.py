@@ -94,6 +94,7 @@ def test_sync_and_stats(db):
         "file_bytes",
         "trees",
         "log_bytes",
+        "log_appended_bytes",
         "log_file_bytes",
         "log_flushes",
         "checkpoints",

@@ -698,6 +698,7 @@ Stats DatabaseImpl::stats() {
   bm_->fillStats(&s);
   s.file_bytes += journal_.bytes();  // pages written since the last checkpoint live there
   s.log_bytes = log_.bytes();
+  s.log_appended_bytes = log_.endLsn();
   s.log_file_bytes = log_.fileBytes();
   s.file_bytes += s.log_file_bytes;
   s.log_flushes = log_.flushes();
