@@ -72,13 +72,29 @@ std::string BTreeNode::keyString(unsigned i) const {
   return std::string(reinterpret_cast<char*>(buf), n);
 }
 
+namespace {
+
+// How many of the 16 ascending hints are below h (orEqual: at or below h): a binary
+// search without branches (the hints of a node whose keys share their first bytes are
+// often all equal, where a linear scan walks all 16).
+template <bool orEqual>
+unsigned hintsBelow(const uint32_t* hints, uint32_t h) {
+  static_assert(BTreeNode::kHintCount == 16);
+  auto below = [h](uint32_t v) { return orEqual ? v <= h : v < h; };
+  unsigned p = below(hints[7]) ? 8 : 0;  // unrolled: -O2 keeps the loop
+  p += below(hints[p + 3]) ? 4 : 0;
+  p += below(hints[p + 1]) ? 2 : 0;
+  p += below(hints[p]) ? 1 : 0;
+  return p + (below(hints[p]) ? 1 : 0);
+}
+
+}  // namespace
+
 void BTreeNode::searchHint(uint32_t h, unsigned* lo, unsigned* hi) const {
   if (count <= kHintCount * 2) return;
   unsigned dist = count / (kHintCount + 1);
-  unsigned pos = 0;
-  while (pos < kHintCount && hint[pos] < h) pos++;
-  unsigned pos2 = pos;
-  while (pos2 < kHintCount && hint[pos2] == h) pos2++;
+  unsigned pos = hintsBelow<false>(hint, h);   // the first hint >= h
+  unsigned pos2 = hintsBelow<true>(hint, h);   // the first hint > h
   *lo = pos * dist;
   if (pos2 < kHintCount) *hi = (pos2 + 1) * dist;
 }

@@ -205,6 +205,13 @@ inline int compareBytes(Bytes a, Bytes b) {
     std::memcpy(&y, pb + i, 8);
     if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
   }
+  if (i + 4 <= n) {  // a 4-byte rest is common: a key of 8 bytes past its 4-byte head
+    uint32_t x, y;
+    std::memcpy(&x, pa + i, 4);
+    std::memcpy(&y, pb + i, 4);
+    if (x != y) return __builtin_bswap32(x) < __builtin_bswap32(y) ? -1 : 1;
+    i += 4;
+  }
   for (; i < n; i++) {
     if (pa[i] != pb[i]) return pa[i] < pb[i] ? -1 : 1;
   }
