@@ -5,9 +5,9 @@
 // Contract (the guard protocol of buffer_manager.hpp, so guards.hpp works unchanged)
 // - A fixed array of pool frames; a hash table maps page id -> frame. Every access,
 //   hits included, looks the page up in the table exactly once (lock-free reads); that
-//   lookup is what vmcache replaces with address arithmetic. mayNeedRead() is always
-//   true, so a child guard validates its parent (one load of a word it already has in
-//   cache) instead of paying a second lookup.
+//   lookup is what vmcache replaces with address arithmetic. tryOptimisticBegin() always
+//   declines (and mayNeedRead() is always true), so a child guard validates its parent
+//   (one load of a word it already has in cache) instead of paying a second lookup.
 // - The table is open addressing with linear probing over entries of {page id, frame}
 //   (one cache line holds four), at most half full. Removing an entry shifts the later
 //   entries of its cluster back (no tombstones), so a lookup, hit or miss, probes only
@@ -64,6 +64,7 @@ class HashBufferManager {
   bool tryUpgradeX(uint64_t pid, Page* page, uint64_t begin);
   // Always true: see the contract (a hit costs one table lookup, in optimisticBegin).
   bool mayNeedRead(uint64_t) const { return true; }
+  bool tryOptimisticBegin(uint64_t, Page**, uint64_t*) { return false; }
   Page* fixX(uint64_t pid);
   void unfixX(uint64_t, Page* page) { frameState_[frameOf(page)].unlockX(); }
   Page* fixS(uint64_t pid);

@@ -41,7 +41,7 @@ class GuardO {
       parent.validate();  // a stale read restarts; a valid parent is damaged
       bm.checkExists(pid);
     }
-    if (bm.mayNeedRead(pid)) {
+    if (!bm.tryOptimisticBegin(pid, &page_, &version_)) {  // not a plain hit
       parent.validate();  // read from storage only what a valid parent points to
       try {
         version_ = bm.optimisticBegin(pid, &page_);
@@ -49,8 +49,6 @@ class GuardO {
         parent.validate();
         throw;
       }
-    } else {
-      version_ = bm.optimisticBegin(pid, &page_);
     }
     parent.validate();
   }

@@ -40,6 +40,15 @@ namespace thread_index_detail {
 unsigned take() { return registry().take(); }
 void giveBack(unsigned index) { registry().giveBack(index); }
 
+unsigned registerThread() {
+  struct Held {
+    unsigned index = take();
+    ~Held() { giveBack(index); }
+  };
+  thread_local Held held;
+  return held.index;
+}
+
 }  // namespace thread_index_detail
 
 }  // namespace vmstore::internal

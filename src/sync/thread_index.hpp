@@ -8,23 +8,33 @@
 // - An index given back may go to a later thread: per-thread slots are reused, never
 //   shared by two live threads.
 // - The first call of a thread takes a mutex; later calls are a thread-local read.
+// - A call from a thread-local destructor that runs after the index was given back
+//   still returns it (it may be another thread's by then): counts may be lost, no more.
 #pragma once
 
 namespace vmstore::internal {
 
 namespace thread_index_detail {
+
+inline constexpr unsigned kNone = ~0u;
 unsigned take();              // the lowest free index
 void giveBack(unsigned index);
-struct Held {
-  unsigned index = take();
-  ~Held() { giveBack(index); }
-};
+// The calling thread's first call: takes its index (given back when the thread exits).
+unsigned registerThread();
+// The thread's index once registered, else kNone (constant-initialized and trivially
+// destroyed: reading it needs no guard of thread-local construction).
+inline unsigned& cachedIndex() {
+  thread_local unsigned index = kNone;
+  return index;
+}
+
 }  // namespace thread_index_detail
 
 // Inline: on the hot path of every page access (the buffer manager's counters).
 inline unsigned threadIndex() {
-  thread_local thread_index_detail::Held held;
-  return held.index;
+  unsigned& index = thread_index_detail::cachedIndex();
+  if (index == thread_index_detail::kNone) [[unlikely]] index = thread_index_detail::registerThread();
+  return index;
 }
 
 }  // namespace vmstore::internal
