@@ -107,6 +107,9 @@ class Session {
   // does both (the engine holds its durability wait inside the workload's locks).
   virtual void commitNoWait() { commit(); }
   virtual void waitDurable() {}
+  // True when commitNoWait() does not wait and one waitDurable() covers every commit
+  // before it (so several transactions can share one wait). False by default.
+  virtual bool sharesDurableWait() const { return false; }
   virtual void abort() {}
   virtual void put(int table, std::string_view key, std::string_view value) = 0;
   // False when absent. *value is reused across calls (no allocation once it is large
@@ -132,6 +135,10 @@ class Session {
     if (fn(updateBuffer_)) put(table, key, updateBuffer_);
     return true;
   }
+  // True when update() is atomic against every other session's update() and put() of the
+  // key, so a row written only through update() needs no workload lock (TPC-C's W_YTD and
+  // stock rows). Default false: get() then put() can lose a concurrent update.
+  virtual bool atomicUpdate() const { return false; }
   // Entries with key >= start, ascending.
   virtual void scan(int table, std::string_view start, const ScanFn& fn) = 0;
   // Entries with key <= start, descending.

@@ -74,6 +74,7 @@ class VmstoreSession : public Session {
   void commit() override;
   void commitNoWait() override;
   void waitDurable() override;
+  bool sharesDurableWait() const override { return true; }  // the log is written in order
   void abort() override { pending_.clear(); }
   void put(int table, std::string_view key, std::string_view value) override;
   bool get(int table, std::string_view key, std::string* value) override;
@@ -81,6 +82,8 @@ class VmstoreSession : public Session {
                std::vector<bool>* found) override;
   bool del(int table, std::string_view key) override;
   bool update(int table, std::string_view key, const UpdateFn& fn) override;
+  // Tree::update, unless transactions are buffered (then get() then put(), see above).
+  bool atomicUpdate() const override;
   void scan(int table, std::string_view start, const ScanFn& fn) override;
   void scanReverse(int table, std::string_view start, const ScanFn& fn) override;
 
@@ -272,6 +275,8 @@ bool VmstoreSession::del(int table, std::string_view key) {
   if (s.isNotFound()) return false;
   fail("del", s);
 }
+
+bool VmstoreSession::atomicUpdate() const { return !engine_->buffersTransactions(); }
 
 bool VmstoreSession::update(int table, std::string_view key, const UpdateFn& fn) {
   if (pending_.of(table) != nullptr) return Session::update(table, key, fn);  // reads its writes

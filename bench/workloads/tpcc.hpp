@@ -14,7 +14,10 @@
 // the workload itself serialises conflicting transactions with a lock table, the same for
 // all engines: one mutex per warehouse row (W_YTD), one per warehouse's stock, one per
 // district (the district row with D_NEXT_O_ID and D_YTD, and everything belonging to the
-// district: its customers, orders, new-orders and order lines). A transaction computes
+// district: its customers, orders, new-orders and order lines). The warehouse row and the
+// stock rows are written only by Session::update; where that is atomic
+// (Session::atomicUpdate: vmstore unless it buffers transactions) their locks are not
+// taken, as the original code takes none. A transaction computes
 // its lock set from its inputs, takes it in ascending lock order BEFORE session.begin()
 // and releases it AFTER session.commitNoWait()/abort() and before session.waitDurable()
 // (early lock release; two-phase, ordered: no deadlock, and no
@@ -113,6 +116,7 @@ class Worker {
   void payment();
   void orderStatus();
   void delivery();
+  void deliverDistrict(uint32_t w, uint32_t d, uint32_t carrier, uint64_t date);  // one of delivery()'s ten
   void stockLevel();
 
   uint64_t rolledBack() const { return rolledBack_; }
