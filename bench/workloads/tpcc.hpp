@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "../workload.hpp"
+#include "sync/spin_mutex.hpp"
 #include "tpcc_random.hpp"
 #include "tpcc_schema.hpp"
 
@@ -61,12 +62,12 @@ class LockTable {
   static uint32_t warehouseLock(uint32_t w) { return (w - 1) * kPerWarehouse; }
   static uint32_t stockLock(uint32_t w) { return (w - 1) * kPerWarehouse + 1; }
   static uint32_t districtLock(uint32_t w, uint32_t d) { return (w - 1) * kPerWarehouse + 1 + d; }
-  std::mutex& at(uint32_t id) { return slots_[id].m; }
+  internal::SpinMutex& at(uint32_t id) { return slots_[id].m; }
 
  private:
   static constexpr uint32_t kPerWarehouse = 2 + kDistrictsPerWarehouse;
   struct alignas(64) Slot {
-    std::mutex m;
+    internal::SpinMutex m;  // a short wait spins before it sleeps (a waker's futex call is slow here)
   };
   std::vector<Slot> slots_;
 };
