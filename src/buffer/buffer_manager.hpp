@@ -301,8 +301,10 @@ class BufferManager {
   uint64_t demotedPages() const { return demoted_.load(std::memory_order_relaxed); }
   uint64_t promotedPages() const { return promoted_.load(std::memory_order_relaxed); }
   // Appends what breaks "each resident page in exactly one tier, each tier within its
-  // budget, each page's frames on its tier's node" (nothing without tiers).
-  void checkTiers(std::vector<std::string>* problems) const;
+  // budget, each page's frames on its tier's node" (nothing without tiers). Holds
+  // evictMutex_ meanwhile: an eviction gives its pages' frames back before it drops them
+  // from the resident set, and a move changes two tiers' counts.
+  void checkTiers(std::vector<std::string>* problems);
 
   FreeSpace& freeSpace() { return freeSpace_; }
   Counters& counters() { return counters_; }

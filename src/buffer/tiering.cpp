@@ -202,8 +202,9 @@ void BufferManager::promote(unsigned t) {
   moveTaken(runs, pids, t, to, false);
 }
 
-void BufferManager::checkTiers(std::vector<std::string>* problems) const {
+void BufferManager::checkTiers(std::vector<std::string>* problems) {
   if (!tiers_) return;
+  auto evicting = task::lock(evictMutex_);  // no eviction or move half done (see the header)
   uint64_t counted[kMaxTiers] = {};
   std::vector<void*> addrs;
   std::vector<unsigned> tierOfAddr;
