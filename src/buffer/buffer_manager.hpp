@@ -157,14 +157,20 @@ class BufferManager {
   // The state word to validate an optimistic read of pid against. Clears a mark; on a
   // miss reads the page in first; waits while it is locked exclusively.
   uint64_t optimisticBegin(uint64_t pid) {
+    Page* page;
     uint64_t w;
-    return tryHit(pid, &w) ? w : optimisticBeginSlow(pid);
+    return tryOptimisticBegin(pid, &page, &w) ? w : optimisticBeginSlow(pid);
   }
   // optimisticBegin's hit path alone: true (and *version, *page) when pid is resident and
   // not locked exclusively; false, having done nothing, when it would wait or read.
   bool tryOptimisticBegin(uint64_t pid, Page** page, uint64_t* version) {
+    uint64_t w = state(pid).load();
+    if (PageState::stateOf(w) > PageState::kMaxShared) [[unlikely]] return false;
+    counters_.add(Counter::kHits);
+    if (hitHook_) [[unlikely]] noteHit(pid);
     *page = pageAt(pid);
-    return tryHit(pid, version);
+    *version = w;
+    return true;
   }
   // The access protocol the guards use (guards.hpp), shared with HashBufferManager
   // (bench/hashbm/): the page is found once, at optimisticBegin, and validated /
@@ -323,14 +329,6 @@ class BufferManager {
 
  private:
   [[noreturn]] void throwNoSuchPage(uint64_t pid) const;
-  bool tryHit(uint64_t pid, uint64_t* version) {
-    uint64_t w = state(pid).load();
-    if (PageState::stateOf(w) > PageState::kMaxShared) [[unlikely]] return false;
-    counters_.add(Counter::kHits);
-    if (hitHook_) [[unlikely]] noteHit(pid);
-    *version = w;
-    return true;
-  }
   // A hit, for the policy and the listener (only called when hitHook_).
   void noteHit(uint64_t pid) noexcept {
     if (policy_) policy_->hit(pid);

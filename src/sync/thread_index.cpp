@@ -37,13 +37,10 @@ Registry& registry() {
 
 namespace thread_index_detail {
 
-unsigned take() { return registry().take(); }
-void giveBack(unsigned index) { registry().giveBack(index); }
-
 unsigned registerThread() {
   struct Held {
-    unsigned index = take();
-    ~Held() { giveBack(index); }
+    unsigned index = registry().take();
+    ~Held() { registry().giveBack(index); }
   };
   thread_local Held held;
   return held.index;

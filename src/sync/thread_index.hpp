@@ -17,9 +17,8 @@ namespace vmstore::internal {
 namespace thread_index_detail {
 
 inline constexpr unsigned kNone = ~0u;
-unsigned take();              // the lowest free index
-void giveBack(unsigned index);
-// The calling thread's first call: takes its index (given back when the thread exits).
+// The calling thread's first call: takes the lowest free index (given back when the
+// thread exits).
 unsigned registerThread();
 // The thread's index once registered, else kNone (constant-initialized and trivially
 // destroyed: reading it needs no guard of thread-local construction).
