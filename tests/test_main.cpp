@@ -13,10 +13,13 @@
 #include <cstring>
 
 #include "policy/registry.hpp"
+#include "scratch_registry.hpp"
 #include "task/scheduler.hpp"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Databases of passed tests are removed as each test ends (scratch_registry.hpp).
+  ::testing::UnitTest::GetInstance()->listeners().Append(new vmstscratch::ScratchCleanup);
   if (const char* policy = std::getenv("VMSTORE_TEST_POLICY"); policy != nullptr && *policy != '\0') {
     try {
       vmstore::internal::makePolicy(policy, 256, 256);

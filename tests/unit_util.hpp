@@ -24,6 +24,7 @@
 #include "buffer/buffer_manager.hpp"
 #include "os/data_file.hpp"
 #include "policy/registry.hpp"
+#include "scratch_registry.hpp"
 
 #ifndef VMSTORE_TEST_TMPDIR
 #error "VMSTORE_TEST_TMPDIR must name a scratch directory"

@@ -21,8 +21,8 @@ namespace vmstore::internal {
 namespace {
 
 constexpr uint64_t kPageBytes = 4096;
-constexpr uint64_t kMinGrowthStep = 64ull << 10;
-constexpr uint64_t kMaxGrowthStep = 16ull << 20;
+constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a multiple of this
+constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;
 constexpr uint64_t kReleaseStep = 1ull << 20;  // buffer memory given back in steps of this
 
@@ -132,9 +132,9 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
 }
 
 Status OpLog::startWriting(uint32_t epoch) {
-  // Each file stops at half of log_size; it grows by an eighth (64 KiB to 16 MiB).
-  step_ = std::clamp<uint64_t>(roundUp(options_.log_size / 8, kPageBytes), kMinGrowthStep, kMaxGrowthStep);
-  limit_ = roundUp(options_.log_size / 2, step_);
+  // Each file stops at half of log_size; it starts at 1 MiB and doubles (a small
+  // database does not hold log_size of allocated space).
+  limit_ = roundUp(options_.log_size / 2, kAllocationUnit);
   salt_ = newSalt();
   mapped_ = options_.durability == Durability::kAsync;
   for (Segment& seg : segs_) {
@@ -149,7 +149,7 @@ Status OpLog::startWriting(uint32_t epoch) {
     seg.released = 0;
     if (seg.fd >= 0) {
       std::lock_guard g(appendMutex_);
-      Status s = grow(seg, std::min(sizeOf(seg) / step_ * step_, limit_));  // what the file holds
+      Status s = grow(seg, std::min(sizeOf(seg) / kAllocationUnit * kAllocationUnit, limit_));  // what the file holds
       if (!s.ok()) return s;
     }
   }
@@ -163,8 +163,8 @@ Status OpLog::startWriting(uint32_t epoch) {
 
 Status OpLog::grow(Segment& seg, uint64_t need) {
   if (need <= seg.capacity) return Status::OK();
-  uint64_t want = std::max({need, std::min(seg.capacity * 2, limit_), step_});
-  uint64_t cap = std::min(limit_, roundUp(want, step_));
+  uint64_t want = std::max({need, std::min(seg.capacity * 2, limit_), kFirstAllocation});
+  uint64_t cap = std::min(limit_, roundUp(want, kAllocationUnit));
   if (cap < need) return Status::Busy("log full");
   if (seg.fd < 0) {
     Status s = create(seg);

@@ -133,7 +133,6 @@ class OpLog {
   uint32_t epoch_ = 0;
   uint64_t limit_ = 0;  // per file: half of log_size
   bool mapped_ = false;  // durability async: appends are stores into the file's mapping
-  uint64_t step_ = 0;   // growth unit
 
   SpinMutex appendMutex_;  // short sections: encode and copy one record
   uint64_t end_ = 0;  // appended in this interval

@@ -228,8 +228,8 @@ Status PageJournal::appendTo(File& f, std::span<const PageWrite> all) {
   for (const PageWrite& w : writes) need += w.pages;
   if (start + need > f.allocated) {
     // Appends that extend an O_DIRECT file are serialized by the file system; writes
-    // into allocated space are not. Allocate ahead, doubling (at least 16 MiB).
-    uint64_t target = std::max<uint64_t>(start + need, std::max<uint64_t>(2 * f.allocated, 4096));
+    // into allocated space are not. Allocate ahead, doubling (at least 1 MiB).
+    uint64_t target = std::max<uint64_t>(start + need, std::max<uint64_t>(2 * f.allocated, 256));
     if (f.file.allocate(target).ok()) f.allocated = target;
   }
   std::vector<PageWrite> frames;

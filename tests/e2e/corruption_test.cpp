@@ -49,6 +49,7 @@ const Golden& golden() {
     std::error_code ec;
     fs::remove_all(out->dir, ec);
     fs::create_directories(tmpRoot(), ec);
+    vmstscratch::removeAtExit(out->dir);
     std::unique_ptr<Database> db;
     Status s = Database::open(out->dir, "durability=async,pool_size=1M", &db);
     EXPECT_TRUE(s.ok()) << s.toString();

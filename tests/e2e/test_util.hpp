@@ -81,7 +81,8 @@ inline fs::path tmpRoot() {
 }
 
 // A path unique to the running test (plus an optional suffix), removed if it exists,
-// its parent created. The directory itself is NOT created (vms_open creates it).
+// its parent created. The directory itself is NOT created (vms_open creates it). It is
+// removed again when the test passes (scratch_registry.hpp).
 inline std::string freshDir(std::string_view suffix = {}) {
   const testing::TestInfo* info = testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info != nullptr
@@ -95,6 +96,7 @@ inline std::string freshDir(std::string_view suffix = {}) {
   std::error_code ec;
   fs::remove_all(p, ec);
   fs::create_directories(tmpRoot(), ec);
+  vmstscratch::removeAfterTest(p);
   return p.string();
 }
 
