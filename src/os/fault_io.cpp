@@ -219,15 +219,15 @@ void FaultIo::resizeShadowLocked(Mapping& m, uint64_t size) {
   }
 }
 
-void FaultIo::spillLocked(Mapping& m) {
+void FaultIo::spillLocked(Mapping& m, size_t from, size_t to) {
   auto it = files_.find(m.key);
   if (it == files_.end()) return;
   File& f = *it->second;
   resizeShadowLocked(m, sizeOf(f.fd));
-  size_t extent = m.shadow.size();
+  size_t extent = std::min(m.shadow.size(), to);
   std::vector<uint8_t> now;
   std::vector<uint8_t> before;
-  size_t s = 0;
+  size_t s = from / kSector * kSector;
   while (s < extent) {
     // The next run of sectors whose stores differ from what the file holds.
     size_t l = std::min<size_t>(kSector, extent - s);
@@ -593,6 +593,25 @@ int FaultIo::mapShared(int fd, const std::string& path, void* addr, size_t len, 
   kept.push_back({key, path, fd, a, len, off, std::move(content)});
   mappings_ = std::move(kept);
   return 0;
+}
+
+void FaultIo::dropMapped(void* addr, size_t len) {
+  std::unique_lock lk(mutex_);
+  if (!tracking_) {
+    lk.unlock();
+    Io::dropMapped(addr, len);
+    return;
+  }
+  // The kernel keeps the stores of dropped pages in the page cache: here they become
+  // unsynced writes of the file, and the memory (now equal to the file) stays.
+  uint8_t* a = static_cast<uint8_t*>(addr);
+  uint8_t* e = a + len;
+  for (Mapping& m : mappings_) {
+    if (!(m.addr < e && a < m.addr + m.len)) continue;
+    size_t from = a > m.addr ? static_cast<size_t>(a - m.addr) : 0;
+    size_t to = std::min(m.len, static_cast<size_t>(e - m.addr));
+    spillLocked(m, from, to);
+  }
 }
 
 int FaultIo::syncDir(const std::string& dir) {

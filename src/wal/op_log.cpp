@@ -218,6 +218,14 @@ Status OpLog::writeOut(Segment& seg, uint64_t upTo) {
   if (upTo <= seg.written) return Status::OK();
   if (mapped_) {  // the records are in the file's pages already
     seg.written = upTo;
+    // Whole pages behind upTo leave the mapping before the sync writes them back: one
+    // range flush here, instead of the sync write-protecting each page (a TLB
+    // shootdown apiece, 7% of the time under TPC-C). Appends go on in upTo's page.
+    uint64_t whole = upTo / kPageBytes * kPageBytes;
+    if (whole > seg.released) {
+      io().dropMapped(seg.base + seg.released, whole - seg.released);
+      seg.released = whole;
+    }
     return Status::OK();
   }
   if (failed_.load(std::memory_order_acquire)) return failure();

@@ -12,7 +12,9 @@
 // - Where appends go depends on the durability mode:
 //   - async (mapped): stores into a shared mapping of the file, so a record is in the
 //     operating system's page cache when append() returns and survives a crash of the
-//     process without a system call per write;
+//     process without a system call per write; each flush first drops the whole pages
+//     behind the append position from the mapping (Io::dropMapped), so that writing
+//     them back does not write-protect them one at a time;
 //   - sync (buffered): copies into anonymous memory at the record's file offset, written
 //     to the file with pwrite by the flush (write-out, in order), the memory released
 //     behind it. A shared mapping was measured slower here: every flush write-protected
@@ -111,7 +113,7 @@ class OpLog {
     uint8_t* base = nullptr;  // limit_ bytes at file offsets: the mapping, or the buffer
     uint64_t capacity = 0;    // allocated in the file (fallocate): records may go up to here
     uint64_t written = 0;     // [0, written) of this interval is in the file (writeMutex_)
-    uint64_t released = 0;    // buffer pages below this were given back (writeMutex_)
+    uint64_t released = 0;    // pages below this were given back or unmapped (writeMutex_)
   };
   Status create(Segment& seg);
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
