@@ -20,11 +20,13 @@
 
 namespace vmstore::internal {
 
-// Version 2 added patch records to the operation log (wal/log_record.hpp); this build
-// writes 2 and reads 1 and 2 (a version-1 database takes 2 at its next checkpoint). A
-// build that reads only 1 refuses a version-2 file; one that crashed before that first
-// checkpoint may leave patch records that such a build would take for the log's end.
-inline constexpr uint32_t kFormatVersion = 2;
+// Version 2 added patch records to the operation log (wal/log_record.hpp); version 3
+// log records sum their payload before their header (a flag in each record says which
+// order it uses). This build writes 3 and reads 1 to 3 (an older database takes 3 at
+// its next checkpoint). An older build refuses a newer file; one that crashed before
+// that first checkpoint may leave records that such a build would take for the log's
+// end.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
 struct Superblock {

@@ -44,11 +44,13 @@ const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
 
 }  // namespace
 
-uint32_t crc32c(const void* data, size_t len) {
+uint32_t crc32cExtend(uint32_t crc, const void* data, size_t len) {
   auto* p = static_cast<const unsigned char*>(data);
-  uint32_t crc = ~0u;
-  crc = kHaveSse42 ? crcHardware(crc, p, len) : crcTable(crc, p, len);
-  return ~crc;
+  uint32_t c = ~crc;
+  c = kHaveSse42 ? crcHardware(c, p, len) : crcTable(c, p, len);
+  return ~c;
 }
+
+uint32_t crc32c(const void* data, size_t len) { return crc32cExtend(0, data, len); }
 
 }  // namespace vmstore::internal

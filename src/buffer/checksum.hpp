@@ -9,5 +9,8 @@
 namespace vmstore::internal {
 
 uint32_t crc32c(const void* data, size_t len);
+// The CRC-32C of (the bytes whose CRC-32C is crc) followed by data:
+// crc32cExtend(crc32c(a), b) == crc32c(a || b).
+uint32_t crc32cExtend(uint32_t crc, const void* data, size_t len);
 
 }  // namespace vmstore::internal

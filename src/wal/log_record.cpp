@@ -1,5 +1,6 @@
 #include "wal/log_record.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "buffer/checksum.hpp"
@@ -29,7 +30,16 @@ void putBytes(uint8_t*& p, std::string_view s) {
   p += s.size();
 }
 
-uint32_t recordCrc(const uint8_t* record, size_t length) {
+// The count's top bit: the CRC covers the payload first (format version 3 on).
+constexpr uint32_t kPayloadFirstCrc = 1u << 31;
+
+// The header after its CRC field, appended to a CRC of the payload.
+uint32_t sealedCrc(const uint8_t* record, uint32_t payloadCrc) {
+  return crc32cExtend(payloadCrc, record + sizeof(uint32_t), sizeof(LogRecordHeader) - sizeof(uint32_t));
+}
+
+uint32_t recordCrc(const uint8_t* record, size_t length, bool payloadFirst) {
+  if (payloadFirst) return sealedCrc(record, crc32c(record + sizeof(LogRecordHeader), length));
   return crc32c(record + sizeof(uint32_t), sizeof(LogRecordHeader) - sizeof(uint32_t) + length);
 }
 
@@ -40,8 +50,20 @@ size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes) {
 }
 
 void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out) {
+  sealRecord(out, encodeUnsealed(ops, salt, out), offset, epoch);
+}
+
+void sealRecord(uint8_t* record, uint32_t payloadCrc, uint64_t offset, uint32_t epoch) {
+  std::memcpy(record + offsetof(LogRecordHeader, offset), &offset, sizeof(offset));
+  std::memcpy(record + offsetof(LogRecordHeader, epoch), &epoch, sizeof(epoch));
+  uint32_t crc = sealedCrc(record, payloadCrc);
+  std::memcpy(record, &crc, sizeof(crc));
+}
+
+uint32_t encodeUnsealed(std::span<const LogOp> ops, uint64_t salt, uint8_t* out) {
   size_t length = payloadSize(ops);
-  LogRecordHeader h{0, static_cast<uint32_t>(length), salt, offset, epoch, static_cast<uint32_t>(ops.size())};
+  LogRecordHeader h{0, static_cast<uint32_t>(length), salt, 0, 0,
+                    static_cast<uint32_t>(ops.size()) | kPayloadFirstCrc};
   uint8_t* p = out + sizeof(h);
   for (const LogOp& op : ops) {
     put(p, static_cast<uint8_t>(op.kind));
@@ -54,8 +76,7 @@ void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, ui
   }
   std::memset(p, 0, padded(sizeof(h) + length) - sizeof(h) - length);
   std::memcpy(out, &h, sizeof(h));
-  h.crc = recordCrc(out, length);
-  std::memcpy(out, &h.crc, sizeof(h.crc));
+  return crc32c(out + sizeof(h), length);
 }
 
 RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_t offset, uint32_t epoch,
@@ -67,11 +88,13 @@ RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_
     return RecordCheck::kMismatch;
   }
   if (h.length > bytes.size() - sizeof(h)) return RecordCheck::kShort;
-  if (recordCrc(bytes.data(), h.length) != h.crc) return RecordCheck::kMismatch;
+  bool payloadFirst = (h.count & kPayloadFirstCrc) != 0;
+  if (recordCrc(bytes.data(), h.length, payloadFirst) != h.crc) return RecordCheck::kMismatch;
+  uint32_t count = h.count & ~kPayloadFirstCrc;
   ops->clear();
   const uint8_t* p = bytes.data() + sizeof(h);
   const uint8_t* end = p + h.length;
-  for (uint32_t i = 0; i < h.count; i++) {
+  for (uint32_t i = 0; i < count; i++) {
     if (static_cast<size_t>(end - p) < kOpHeader) return RecordCheck::kMismatch;
     uint8_t kind;
     uint16_t nameLen;

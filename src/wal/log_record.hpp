@@ -3,9 +3,13 @@
 //
 // Contract
 // - A record is a 32-byte header and a payload, padded to 8 bytes. The header holds a
-//   CRC-32C of everything after the CRC field (header and payload), the payload length,
-//   the log's salt (random per log session), the record's own offset in the log file,
-//   the checkpoint epoch it belongs to and its operation count. A record is accepted only
+//   CRC-32C, the payload length, the log's salt (random per log session), the record's
+//   own offset in the log file, the checkpoint epoch it belongs to and its operation
+//   count. The CRC covers the payload, then the header after the CRC field (so that all
+//   but the 28 header bytes can be summed before the record's place in the log is
+//   known); the count's top bit (kPayloadFirstCrc) says so. A record without that bit
+//   (written before format version 3) has the CRC of the header after the CRC field,
+//   then the payload; both are read. A record is accepted only
 //   if all of them match what the reader expects, so a torn record, a record of an older
 //   interval or of another session left behind in a recycled log is never taken for one
 //   of this interval.
@@ -50,6 +54,11 @@ static_assert(sizeof(LogRecordHeader) == 32);
 size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes = 0);
 // Writes the record into out (recordSize(ops) bytes).
 void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out);
+// encodeRecord in two steps. encodeUnsealed writes all but the offset, epoch and CRC and
+// returns the CRC of the payload; sealRecord then places the record: it writes offset
+// and epoch and the record's CRC (from the payload's CRC and the header alone).
+uint32_t encodeUnsealed(std::span<const LogOp> ops, uint64_t salt, uint8_t* out);
+void sealRecord(uint8_t* record, uint32_t payloadCrc, uint64_t offset, uint32_t epoch);
 
 // What decodeRecord found at an offset.
 enum class RecordCheck {

@@ -25,6 +25,7 @@ constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a mu
 constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;
 constexpr uint64_t kReleaseStep = 1ull << 20;  // buffer memory given back in steps of this
+constexpr size_t kStagedRecord = 64 << 10;       // records up to this are encoded before the lock
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -305,10 +306,26 @@ bool OpLog::room(size_t bytes) const { return claimed_.load(std::memory_order_re
 void OpLog::unreserve(size_t bytes) { claimed_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
+  // A record of up to kStagedRecord bytes is encoded and its payload summed before the
+  // append lock, in a buffer of the thread's: under the lock only its place is written
+  // into it and it is copied into the log. A larger one is encoded in place.
+  thread_local std::vector<uint8_t> staged;
+  uint32_t payloadCrc = 0;
+  bool stage = size <= kStagedRecord;
+  if (stage) {
+    if (staged.size() < size) staged.resize(kStagedRecord);
+    payloadCrc = encodeUnsealed(ops, salt_, staged.data());
+  }
   uint64_t lsn;
   {
     std::lock_guard g(appendMutex_);
-    encodeRecord(ops, salt_, end_, epoch_, segs_[cur_].base + end_);
+    uint8_t* at = segs_[cur_].base + end_;
+    if (stage) {
+      sealRecord(staged.data(), payloadCrc, end_, epoch_);
+      std::memcpy(at, staged.data(), size);
+    } else {
+      encodeRecord(ops, salt_, end_, epoch_, at);
+    }
     end_ += size;
     bytes_.store(end_, std::memory_order_relaxed);
     lsn = lsnBase_ + end_;

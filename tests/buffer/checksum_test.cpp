@@ -50,6 +50,19 @@ TEST(Checksum, KnownVectors) {
   EXPECT_EQ(crc32c("a", 1), 0xC1D04330u);
 }
 
+TEST(Checksum, ExtendContinuesACrcOverMoreBytes) {
+  using vmstore::internal::crc32cExtend;
+  std::mt19937_64 rng(2);
+  std::vector<uint8_t> buf(300);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t split : {0, 1, 7, 8, 100, 299, 300}) {
+    EXPECT_EQ(crc32cExtend(crc32c(buf.data(), split), buf.data() + split, buf.size() - split),
+              crc32c(buf.data(), buf.size()))
+        << "split " << split;
+  }
+  EXPECT_EQ(crc32cExtend(0, "123456789", 9), 0xE3069283u);
+}
+
 TEST(Checksum, MatchesReferenceAtAnyLengthAndAlignment) {
   std::mt19937_64 rng(1);
   std::vector<uint8_t> buf(9000);

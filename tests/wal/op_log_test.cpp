@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
+#include "buffer/checksum.hpp"
 #include "os/fault_io.hpp"
 #include "unit_util.hpp"
 
@@ -87,6 +89,42 @@ TEST(LogRecord, RoundTripsAndRejectsEveryDamage) {
     EXPECT_NE(decodeRecord(std::span<const uint8_t>(buf.data(), n), &salt, 4096, 5, &got, &out), RecordCheck::kValid)
         << n << " bytes";
   }
+}
+
+TEST(LogRecord, SealedInTwoStepsEqualsEncodedAtOnce) {
+  LogOp ops[] = {{LogOpKind::kPut, "t", "key", "value"}, {LogOpKind::kPatch, "t", "k", "patch"}};
+  size_t size = recordSize(ops);
+  std::vector<uint8_t> once(size), twice(size, 0xEE);
+  encodeRecord(ops, 9, 8192, 3, once.data());
+  uint32_t payloadCrc = encodeUnsealed(ops, 9, twice.data());
+  sealRecord(twice.data(), payloadCrc, 8192, 3);
+  EXPECT_EQ(once, twice);
+}
+
+TEST(LogRecord, RecordsOfFormatVersion2AreStillRead) {
+  // Before version 3 the CRC covered the header (after the CRC field) first, and the
+  // count had no flag bit.
+  LogOp ops[] = {{LogOpKind::kPut, "t", "key", "value"}, {LogOpKind::kDelete, "t", "gone", {}}};
+  size_t size = recordSize(ops);
+  std::vector<uint8_t> buf(size);
+  encodeRecord(ops, 77, 4096, 5, buf.data());
+  LogRecordHeader h;
+  std::memcpy(&h, buf.data(), sizeof(h));
+  ASSERT_NE(h.count & (1u << 31), 0u);
+  h.count &= ~(1u << 31);
+  std::memcpy(buf.data(), &h, sizeof(h));
+  std::vector<uint8_t> stale = buf;  // the flag cleared, the CRC not redone: damaged
+  h.crc = vmstore::internal::crc32c(buf.data() + 4, sizeof(h) - 4 + h.length);
+  std::memcpy(buf.data(), &h, sizeof(h));
+  uint64_t salt = 0;
+  size_t got = 0;
+  std::vector<LogOp> out;
+  ASSERT_EQ(decodeRecord(buf, &salt, 4096, 5, &got, &out), RecordCheck::kValid);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].value, "value");
+  EXPECT_EQ(out[1].key, "gone");
+  salt = 0;
+  EXPECT_EQ(decodeRecord(stale, &salt, 4096, 5, &got, &out), RecordCheck::kMismatch);
 }
 
 TEST(OpLog, AppendedRecordsReplayInOrderAfterReopen) {
