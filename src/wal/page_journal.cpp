@@ -13,6 +13,8 @@ namespace vmstore::internal {
 
 namespace {
 
+constexpr uint64_t kFirstSlots = (1u << 20) / kPageSize;  // an empty file's first allocation: 1 MiB
+
 // A frame counts when it is an intact page (of `pages` ids) of the interval being recovered.
 bool frameValid(const Page* p, uint32_t epoch, uint64_t pages) {
   return p->header.epoch == epoch && pageIsIntact(p, p->header.pid, pages);
@@ -228,8 +230,8 @@ Status PageJournal::appendTo(File& f, std::span<const PageWrite> all) {
   for (const PageWrite& w : writes) need += w.pages;
   if (start + need > f.allocated) {
     // Appends that extend an O_DIRECT file are serialized by the file system; writes
-    // into allocated space are not. Allocate ahead, doubling (at least 1 MiB).
-    uint64_t target = std::max<uint64_t>(start + need, std::max<uint64_t>(2 * f.allocated, 256));
+    // into allocated space are not. Allocate ahead, doubling.
+    uint64_t target = std::max<uint64_t>(start + need, std::max<uint64_t>(2 * f.allocated, kFirstSlots));
     if (f.file.allocate(target).ok()) f.allocated = target;
   }
   std::vector<PageWrite> frames;
