@@ -10,8 +10,11 @@
 #   nodes (default 2) of SIZE memory each (default 2G; qemu's size syntax) and --cpus CPUs
 #   (default 2, spread over the nodes; a node may have none). --accel=tcg (default):
 #   qemu's multi-threaded software emulation, several times slower than the host; kvm:
-#   hardware virtualization, where it works (on this project's machines /dev/kvm opens
-#   but a KVM guest hangs before its first console line, so tcg is the default).
+#   hardware virtualization, where it works. On this project's machines /dev/kvm is the
+#   PVM backend (the kvm_pvm module: KVM for nested hosts without VMX), which runs only
+#   guest kernels built for PVM (virt-pvm/linux); a stock Debian kernel hangs right
+#   after the BIOS, so tcg is the default and --accel=kvm on such a host stops with
+#   that reason instead of hanging.
 # - The guest sees the host's root file system read-only (9p) with a fresh tmpfs on /tmp,
 #   and DIR (default: the current directory) read-write at the same path, so the build
 #   there can be run as is. COMMAND runs as root in a shell in the current directory
@@ -73,6 +76,9 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 if [[ $accel == kvm ]]; then
   [[ -r /dev/kvm ]] || fail "/dev/kvm is not available (try --accel=tcg)"
+  if [[ -d /sys/module/kvm_pvm && ! -d /sys/module/kvm_intel && ! -d /sys/module/kvm_amd ]]; then
+    fail "/dev/kvm here is the PVM backend (kvm_pvm), which boots only PVM guest kernels, not Debian's (try --accel=tcg)"
+  fi
   machine=(-machine q35,accel=kvm -cpu host,-arch-capabilities)
 elif [[ $accel == tcg ]]; then
   machine=(-machine q35 -accel tcg,thread=multi -cpu max)
