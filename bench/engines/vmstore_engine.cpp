@@ -93,7 +93,12 @@ class VmstoreSession : public Session {
   void mergedScan(int table, const PendingWrites::Table& writes, std::string_view start, bool reverse,
                   const ScanFn& fn);
 
+  // The iterator of scans of a table, kept from one scan to the next (its entry buffers
+  // are reused, so a scan allocates nothing once they are large enough).
+  Iterator& iteratorOf(int table);
+
   VmstoreEngine* engine_;
+  std::vector<std::optional<Iterator>> iterators_;  // by table
   std::vector<Status> statuses_;  // getMany's, reused
   PendingWrites pending_;
   uint64_t commitPoint_ = 0;  // of the last commitNoWait, until waitDurable
@@ -291,9 +296,16 @@ bool VmstoreSession::update(int table, std::string_view key, const UpdateFn& fn)
   return found;
 }
 
+Iterator& VmstoreSession::iteratorOf(int table) {
+  auto t = static_cast<size_t>(table);
+  if (iterators_.size() <= t) iterators_.resize(t + 1);
+  if (!iterators_[t]) iterators_[t].emplace(engine_->tree(table)->newIterator());
+  return *iterators_[t];
+}
+
 void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, std::string_view start, bool reverse,
                                 const ScanFn& fn) {
-  Iterator it = engine_->tree(table)->newIterator();
+  Iterator& it = iteratorOf(table);
   reverse ? it.seekForPrev(start) : it.seek(start);
   // Forward: the writes from start up; reverse: those at or below start, walked down.
   auto up = writes.lower_bound(start);
@@ -330,7 +342,7 @@ void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
   if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
     return mergedScan(table, *w, start, false, fn);
   }
-  Iterator it = engine_->tree(table)->newIterator();
+  Iterator& it = iteratorOf(table);
   for (it.seek(start); it.valid(); it.next()) {
     if (!fn(it.key(), it.value())) return;
   }
@@ -341,7 +353,7 @@ void VmstoreSession::scanReverse(int table, std::string_view start, const ScanFn
   if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
     return mergedScan(table, *w, start, true, fn);
   }
-  Iterator it = engine_->tree(table)->newIterator();
+  Iterator& it = iteratorOf(table);
   for (it.seekForPrev(start); it.valid(); it.prev()) {
     if (!fn(it.key(), it.value())) return;
   }

@@ -244,6 +244,16 @@ void BTreeNode::split(BTreeNode* left, uint64_t leftPid, BTreeNode* parent, unsi
 }
 
 bool BTreeNode::mergeInto(unsigned slotInParent, BTreeNode* parent, BTreeNode* right) {
+  // What the merged node needs at least: both nodes' entries as stored now (a merged key
+  // keeps at least the bytes it has here, since the merged prefix is no longer than
+  // either node's) and the new fences. Most attempts to merge into a full sibling end
+  // here, without copying a key.
+  auto entryBytes = [](const BTreeNode* n) {
+    return n->spaceUsed - n->lowerFence.len - n->upperFence.len + n->count * kSlotSize;
+  };
+  unsigned atLeast = entryBytes(this) + entryBytes(right) + lowerFence.len + right->upperFence.len;
+  if (isInner()) atLeast += kSlotSize + sizeof(uint64_t);  // the separator, with the left's upper child
+  if (atLeast > kPageSize - kHeaderSize) return false;
   uint8_t key[kKeyBuf];
   ScratchNode scratch(right);
   BTreeNode* tmp = scratch.node();

@@ -608,6 +608,28 @@ TEST(BTreeNode, MergeRefusesWhenItDoesNotFitAndChangesNothing) {
   }
 }
 
+// The quick refusal counts the bytes stored now; keys that lose their prefix in the merged
+// node grow, so a merge can pass that count and still not fit: the full attempt refuses.
+TEST(BTreeNode, MergeRefusesWhenLostPrefixesMakeItTooLargeAndChangesNothing) {
+  const std::string stem(200, 'k');
+  Node parent(false);
+  put(parent.n, stem + "5", childBytes(10));
+  parent->upper = 11;
+  Node left(true, stem + "0", stem + "5"), right(true, stem + "5", "z");
+  ASSERT_EQ(left->prefixLen, 200u);
+  ASSERT_EQ(right->prefixLen, 0u);
+  for (int i = 0; i < 20; i++) put(left.n, stem + "1" + char('a' + i), "v");
+  // Each stored left key is 2 bytes past its prefix; merged (no prefix) each is 202.
+  unsigned storedLeft = left->spaceUsed - left->lowerFence.len - left->upperFence.len;
+  ASSERT_LT(storedLeft, 200u);
+  put(right.n, "y", std::string(500, 'r'));
+  auto l0 = left.snapshot(), r0 = right.snapshot(), p0 = parent.snapshot();
+  EXPECT_FALSE(left->mergeInto(0, parent.n, right.n));
+  EXPECT_TRUE(left.snapshot() == l0) << "left changed";
+  EXPECT_TRUE(right.snapshot() == r0) << "right changed";
+  EXPECT_TRUE(parent.snapshot() == p0) << "parent changed";
+}
+
 TEST(BTreeNode, VerifyDetectsDamage) {
   Node n(true, "a", "z");
   for (unsigned i = 0; i < 30; i++) put(n.n, numKey("k", i), "v");
