@@ -383,12 +383,12 @@ typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes p
           ValueRef old{kNoPage, 0};
           if (node->outOfLine(pos)) old = valueRefAt(node.get(), pos);
           node->removeSlot(pos);
-          node->makeSpaceFor(klen, plen);
-          node->insert(key, payload, outOfLine);
+          node->makeSpaceFor(klen, plen);  // compacts the heap; the slots keep their order
+          node->insertAt(pos, key, payload, outOfLine);
           return old;
         }
       } else if (node->makeSpaceFor(klen, plen)) {
-        node->insert(key, payload, outOfLine);
+        node->insertAt(pos, key, payload, outOfLine);
         return ValueRef{kNoPage, 0};
       }
       NodeX parent;

@@ -169,13 +169,20 @@ void BTreeNode::storeKeyValue(unsigned i, Bytes suffix, Bytes payload, uint16_t 
 
 void BTreeNode::insert(Bytes key, Bytes payload, bool outOfLineValue) {
   bool found;
-  unsigned pos = lowerBound(key, &found);
+  insertAt(lowerBound(key, &found), key, payload, outOfLineValue);
+}
+
+void BTreeNode::insertAt(unsigned pos, Bytes key, Bytes payload, bool outOfLineValue) {
   std::memmove(&slot[pos + 1], &slot[pos], (count - pos) * kSlotSize);
   uint16_t raw = static_cast<uint16_t>(payload.size()) | (outOfLineValue ? kOutOfLine : 0);
   storeKeyValue(pos, key.subspan(prefixLen), payload, raw);
   count++;
   lastInsert = static_cast<uint16_t>(pos + 1);
-  makeHints();
+  // The hints of slots below pos still hold, if the insert left their spacing as it was.
+  unsigned dist = count / (kHintCount + 1);
+  unsigned first = 0;
+  if (dist > 0 && (count - 1) / (kHintCount + 1) == dist && pos / dist > 1) first = pos / dist - 1;
+  for (unsigned i = first; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;
 }
 
 void BTreeNode::append(Bytes key, Bytes payload, uint16_t rawPayloadLen) {
@@ -371,6 +378,12 @@ std::string BTreeNode::verify() const {
     if (!lower.empty() && compareBytes(kb, lower) <= 0) return "key at entry " + std::to_string(i) + " not above the lower fence";
     if (!upperKey.empty() && compareBytes(kb, upperKey) > 0) return "key at entry " + std::to_string(i) + " above the upper fence";
     prev = std::move(k);
+  }
+  if (count > kHintCount * 2) {  // where lowerBound uses them
+    unsigned dist = count / (kHintCount + 1);
+    for (unsigned i = 0; i < kHintCount; i++) {
+      if (hint[i] != slot[dist * (i + 1)].head) return "hint " + std::to_string(i) + " does not match its slot";
+    }
   }
   return {};
 }

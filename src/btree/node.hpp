@@ -125,6 +125,8 @@ struct BTreeNode {
   // Inserts key (full key, within the fences) with payload at its sorted position.
   // The caller made sure it fits (makeSpaceFor). flagsOutOfLine sets the value flag.
   void insert(Bytes key, Bytes payload, bool outOfLineValue = false);
+  // The same at pos, which must be lowerBound(key) (the caller has just searched).
+  void insertAt(unsigned pos, Bytes key, Bytes payload, bool outOfLineValue = false);
   void removeSlot(unsigned i);
   // Appends an entry after all others (the caller keeps keys ascending).
   void append(Bytes key, Bytes payload, uint16_t rawPayloadLen);

@@ -630,6 +630,22 @@ TEST(BTreeNode, MergeRefusesWhenLostPrefixesMakeItTooLargeAndChangesNothing) {
   EXPECT_TRUE(parent.snapshot() == p0) << "parent changed";
 }
 
+// insert() refreshes only the hints from the insert position on, while their spacing
+// stays; after every insert, in any order, they must equal a full rebuild (verify()).
+TEST(BTreeNode, HintsAfterEachInsertEqualAFullRebuild) {
+  for (int order = 0; order < 3; order++) {  // ascending, descending, shuffled
+    std::vector<unsigned> ids(180);
+    for (unsigned i = 0; i < ids.size(); i++) ids[i] = i;
+    if (order == 1) std::reverse(ids.begin(), ids.end());
+    if (order == 2) std::shuffle(ids.begin(), ids.end(), std::mt19937(7));
+    Node n(true, "a", "z");
+    for (unsigned id : ids) {
+      put(n.n, numKey("k", id), "v");
+      ASSERT_EQ(n->verify(), "") << "order " << order << ", after key " << id;
+    }
+  }
+}
+
 TEST(BTreeNode, VerifyDetectsDamage) {
   Node n(true, "a", "z");
   for (unsigned i = 0; i < 30; i++) put(n.n, numKey("k", i), "v");
