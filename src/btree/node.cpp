@@ -93,8 +93,9 @@ unsigned hintsBelow(const uint32_t* hints, uint32_t h) {
 void BTreeNode::searchHint(uint32_t h, unsigned* lo, unsigned* hi) const {
   if (count <= kHintCount * 2) return;
   unsigned dist = count / (kHintCount + 1);
-  unsigned pos = hintsBelow<false>(hint, h);   // the first hint >= h
-  unsigned pos2 = hintsBelow<true>(hint, h);   // the first hint > h
+  unsigned pos = hintsBelow<false>(hint, h);  // the first hint >= h
+  // The first hint > h: the same one unless hints equal h (then search past them).
+  unsigned pos2 = (pos < kHintCount && hint[pos] == h) ? hintsBelow<true>(hint, h) : pos;
   *lo = pos * dist;
   if (pos2 < kHintCount) *hi = (pos2 + 1) * dist;
 }
