@@ -139,7 +139,8 @@ class Session {
   // key, so a row written only through update() needs no workload lock (TPC-C's W_YTD and
   // stock rows). Default false: get() then put() can lose a concurrent update.
   virtual bool atomicUpdate() const { return false; }
-  // Entries with key >= start, ascending.
+  // Entries with key >= start, ascending. fn must not call this session or engine (an
+  // engine may hold the entry's page while fn runs).
   virtual void scan(int table, std::string_view start, const ScanFn& fn) = 0;
   // Entries with key <= start, descending.
   virtual void scanReverse(int table, std::string_view start, const ScanFn& fn) = 0;

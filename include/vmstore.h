@@ -209,6 +209,17 @@ typedef int (*vms_read_fn)(void* ctx, const void* value, size_t vlen);
 int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx);
 int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void* buf, size_t cap, size_t* copied,
                   size_t* vlen);
+/* Zero-copy scan: calls fn(ctx, key, klen, value, vlen) for each entry with key >= start
+ * (start NULL / slen 0: from the first key), ascending, until fn returns nonzero or the
+ * entries end. key and value are valid during that call only; value is in place in the
+ * pool. The leaf of the entry (and a large value's own page) is held shared while fn
+ * runs, so the rules of the views above apply inside fn: never write to this tree from
+ * it; reads are fine. The entries of one leaf are one consistent state; writes made
+ * while the scan moves from leaf to leaf may or may not be seen. Returns VMS_OK at the
+ * end; a nonzero return of fn stops the scan and is returned as is (use a value that
+ * is not a VMS_ code, e.g. VMS_EUSER or a positive one, to tell it apart). */
+typedef int (*vms_scan_fn)(void* ctx, const void* key, size_t klen, const void* value, size_t vlen);
+int vms_scan(vms_tree* t, const void* start, size_t slen, vms_scan_fn fn, void* ctx);
 
 /* Positions before the first key >= start (start NULL / slen 0: the first key). */
 int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it);

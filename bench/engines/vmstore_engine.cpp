@@ -16,6 +16,8 @@
 // lock release: the workload lets go of its locks in between). With none and async,
 // begin()/commit() are no-ops and every put and del is a committed write of its own
 // (async: one log record each, no flush).
+// scan() is Tree::scan (in place, nothing copied; reverse scans and scans of a table the
+// open transaction wrote to use an Iterator).
 // update() is Tree::update (one atomic read-modify-write, in place when the size does not
 // change), except inside a buffered transaction (sync), where it is get() then put() on
 // the transaction's writes.
@@ -342,11 +344,9 @@ void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
   if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
     return mergedScan(table, *w, start, false, fn);
   }
-  Iterator& it = iteratorOf(table);
-  for (it.seek(start); it.valid(); it.next()) {
-    if (!fn(it.key(), it.value())) return;
-  }
-  if (!it.status().ok()) fail("scan", it.status());
+  // In place (Tree::scan): no entry is copied.
+  Status s = engine_->tree(table)->scan(start, [&](std::string_view key, std::string_view value) { return fn(key, value); });
+  if (!s.ok()) fail("scan", s);
 }
 
 void VmstoreSession::scanReverse(int table, std::string_view start, const ScanFn& fn) {

@@ -170,6 +170,29 @@ class Tree {
         },
         const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
   }
+  // Zero-copy scan: calls fn(ctx, key, value) for each entry with key >= start (empty:
+  // from the first key), ascending, until fn returns false or the entries end. key and
+  // value are valid during that call only; value is the bytes in place in the pool (a
+  // value of any size). While fn runs, the leaf of its entry (and a value's own page) is
+  // held shared, so the rules of value_view.hpp apply: fn must not write to this tree
+  // (that write could wait for the scan forever); reads of any tree are fine. The
+  // entries of one leaf are one consistent state; writes made while the scan moves on
+  // from leaf to leaf may or may not be seen (as with an Iterator). An exception from fn
+  // propagates with nothing held. Returns OK at the end and when fn stopped the scan;
+  // InvalidArgument for a null fn, TooBig for a start over kMaxKeySize.
+  using ScanFn = bool (*)(void* ctx, std::string_view key, std::string_view value);
+  Status scan(std::string_view start, ScanFn fn, void* ctx) const;
+  // The same with any callable bool(std::string_view key, std::string_view value), not
+  // copied.
+  template <class Fn>
+  Status scan(std::string_view start, Fn&& fn) const {
+    return scan(
+        start,
+        [](void* f, std::string_view key, std::string_view value) -> bool {
+          return (*static_cast<std::remove_reference_t<Fn>*>(f))(key, value);
+        },
+        const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
+  }
   // Height, page counts and average fill of this tree (reads every page of it).
   Status shape(TreeShape* out) const;
   // An unpositioned iterator over this tree; call seek*() before reading it.

@@ -192,6 +192,21 @@ int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void
   });
 }
 
+int vms_scan(vms_tree* t, const void* start, size_t slen, vms_scan_fn fn, void* ctx) {
+  if (t == nullptr || fn == nullptr) return invalid("vms_scan: tree or fn is NULL");
+  if (start == nullptr && slen > 0) return invalid("vms_scan: start is NULL but slen > 0");
+  return noThrow([&] {
+    int stopped = VMS_OK;
+    Status st = asTree(t)->scan(start ? bytes(start, slen) : std::string_view(),
+                                [&](std::string_view key, std::string_view value) {
+                                  stopped = fn(ctx, key.data(), key.size(), value.data(), value.size());
+                                  return stopped == VMS_OK;
+                                });
+    if (!st.ok()) return report(st);
+    return stopped;
+  });
+}
+
 int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* klens, void* const* bufs,
                  const size_t* caps, size_t* vlens, int* rcs) {
   if (t == nullptr) return invalid("vms_get_many: tree is NULL");

@@ -175,6 +175,7 @@ void ValueView::release() {
 
 Status Tree::del(std::string_view key) { return impl_->db->del(impl_, key); }
 Status Tree::update(std::string_view key, UpdateFn fn, void* ctx) { return impl_->db->update(impl_, key, fn, ctx); }
+Status Tree::scan(std::string_view start, ScanFn fn, void* ctx) const { return impl_->db->scan(impl_, start, fn, ctx); }
 Status Tree::shape(TreeShape* out) const { return impl_->db->shape(impl_, out); }
 const std::string& Tree::name() const { return impl_->name; }
 

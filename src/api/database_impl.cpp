@@ -969,6 +969,33 @@ void DatabaseImpl::releaseView(TreeImpl* t, uint64_t pinned) {
   gate_.leave();
 }
 
+Status DatabaseImpl::scan(TreeImpl* t, std::string_view start, Tree::ScanFn fn, void* ctx) {
+  if (fn == nullptr) return Status::InvalidArgument("the scan function is null");
+  if (!start.empty()) {
+    if (Status bad = validateKey(start); !bad.ok()) return bad;
+  }
+  std::exception_ptr thrown;  // fn's exception, rethrown as it was once nothing is held
+  Status st;
+  {
+    CallGate::Pass pass(gate_);
+    if (!pass) return closedStatus();
+    st = guarded([&] {
+      t->btree.scanInPlace(asBytes(start), [&](Bytes key, Bytes value) {
+        try {
+          return fn(ctx, std::string_view(reinterpret_cast<const char*>(key.data()), key.size()),
+                    std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
+        } catch (...) {
+          thrown = std::current_exception();
+          return false;
+        }
+      });
+      return Status::OK();
+    });
+  }
+  if (thrown) std::rethrow_exception(thrown);
+  return st;
+}
+
 Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;

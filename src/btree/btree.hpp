@@ -154,6 +154,23 @@ class BasicBTree {
     }
   }
 
+  // Zero-copy: calls fn(key, value) for the entries >= from, ascending, until fn returns
+  // false. Each leaf is held shared while fn runs on its entries, and a value stored in
+  // a page of its own is held shared too for its call; value is the bytes in place, key
+  // a copy (prefix and suffix joined) on the stack, both valid for the call only. The
+  // entries of one leaf are one consistent state; leaves are read one after another, as
+  // the iterator does, with the same read-ahead from the second leaf on. fn must not
+  // write to this tree (a writer of a held leaf waits for it). An exception from fn
+  // propagates with nothing held.
+  using Visit = bool (*)(void* ctx, Bytes key, Bytes value);
+  void scanInPlace(Bytes from, Visit visit, void* ctx);
+  template <class Fn>
+  void scanInPlace(Bytes from, Fn&& fn) {
+    scanInPlace(
+        from, [](void* f, Bytes key, Bytes value) { return (*static_cast<std::remove_reference_t<Fn>*>(f))(key, value); },
+        &fn);
+  }
+
   // Marks the root dropped (later calls throw NotFound) and lists every other page of
   // the tree (nodes and value pages) in *pages for the caller to free; the root's former
   // content goes to *savedRoot. If a page cannot be read, the root is restored and the

@@ -616,6 +616,80 @@ void BasicBTree<BM>::readLeaf(Bytes from, bool forward, LeafBatch* out, unsigned
 }
 
 template <class BM>
+void BasicBTree<BM>::scanInPlace(Bytes from, Visit visit, void* ctx) {
+  if constexpr (!kHasSpans<BM>) {
+    throw StorageError(Status::InvalidArgument("zero-copy scans need the vmcache buffer manager"));
+  } else {
+    struct Unfix {
+      BM& bm;
+      uint64_t pid;
+      ~Unfix() { bm.unfixS(pid); }
+    };
+    uint8_t at[kKeyBuf];  // where the next leaf's entries start
+    unsigned atLen = static_cast<unsigned>(std::min<size_t>(from.size(), kKeyBuf));
+    std::memcpy(at, from.data(), atLen);
+    uint8_t key[kKeyBuf];
+    std::vector<uint64_t> ahead;
+    bool readIn = false;  // the leaves ahead of this one were just read in
+    for (unsigned readAhead = 0;;) {
+      const BTreeNode* node = nullptr;
+      uint64_t pid = kNoPage;
+      unsigned pos = 0;
+      withRestarts(bm_, [&] {
+        NodeO parent;
+        NodeO leaf;
+        descend(Bytes(at, atLen), &parent, &leaf, kNoPage);
+        if (leaf->count > kMaxSlots) {
+          leaf.validate();
+          throwCorrupt(leaf.pid(), "slot count out of range");
+        }
+        bool found;
+        pos = leaf->lowerBound(Bytes(at, atLen), &found);
+        ahead.clear();
+        if (readAhead > 0 && !readIn && parent.pid() != kNoPage) leavesAhead(parent, Bytes(at, atLen), true, readAhead, &ahead);
+        if (!ahead.empty()) {
+          leaf.validate();
+          return;  // read them in first, with nothing held
+        }
+        // Shared at the version the search saw: pos and the slots are what it saw.
+        if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
+        node = leaf.get();
+        pid = leaf.pid();
+      });
+      if (pid == kNoPage) {
+        if constexpr (requires(BM& bm) { bm.readAhead(std::span<const uint64_t>()); }) bm_.readAhead(ahead);
+        readIn = true;  // then this leaf again, which is in memory now
+        continue;
+      }
+      Unfix leafHeld{bm_, pid};
+      for (unsigned i = pos; i < node->count; i++) {
+        const unsigned n = node->copyKey(i, key, kKeyBuf);
+        if (!node->outOfLine(i)) {
+          if (!visit(ctx, Bytes(key, n), Bytes(node->payloadPtr(i), node->payloadLen(i)))) return;
+          continue;
+        }
+        // The leaf held shared keeps the reference current (a writer changes the leaf
+        // before it frees a value).
+        const ValueRef ref = valueRefAt(node, i);
+        const auto* value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
+        Unfix valueHeld{bm_, ref.pid};
+        if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+          throwCorrupt(ref.pid, "not the value page its leaf refers to");
+        }
+        if (!visit(ctx, Bytes(key, n), Bytes(value->data, ref.len))) return;
+      }
+      const Bytes fence = node->upperFenceKey();
+      if (fence.empty()) return;
+      atLen = static_cast<unsigned>(std::min<size_t>(fence.size(), kKeyBuf - 1));
+      std::memcpy(at, fence.data(), atLen);
+      at[atLen++] = 0;  // the smallest key above this leaf
+      readAhead = nextReadAhead(readAhead);
+      readIn = false;
+    }
+  }
+}
+
+template <class BM>
 void BasicBTree<BM>::leavesAhead(NodeO& parent, Bytes key, bool forward, unsigned n, std::vector<uint64_t>* out) {
   out->clear();
   const unsigned count = parent->count;
