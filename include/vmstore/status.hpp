@@ -4,9 +4,11 @@
 // the caller's that an update function aborted with, see Tree::update) and, for errors,
 // a message saying what went wrong and where. ok() is true only for Code::kOk;
 // Code::kNotFound is a normal outcome (absent key, missing tree, end of iteration),
-// not a failure of the engine. Statuses are cheap to copy when ok.
+// not a failure of the engine. A status without a message (every OK one) holds no
+// string at all: creating, moving and destroying it is a few instructions.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,7 +30,18 @@ class Status {
   };
 
   Status() = default;
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message)
+      : code_(code), message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& o) : code_(o.code_), message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+  Status& operator=(const Status& o) {
+    if (this != &o) {
+      code_ = o.code_;
+      message_ = o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr;
+    }
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status OK() { return Status(); }
   static Status NotFound(std::string m = {}) { return {Code::kNotFound, std::move(m)}; }
@@ -44,7 +57,7 @@ class Status {
   bool isNotFound() const { return code_ == Code::kNotFound; }
   Code code() const { return code_; }
   int rawCode() const { return static_cast<int>(code_); }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return message_ ? *message_ : kNoMessage; }
 
   // The name of the code, e.g. "corruption" (same text as vms_strerror).
   static const char* codeName(int code);
@@ -52,8 +65,9 @@ class Status {
   std::string toString() const;
 
  private:
+  static inline const std::string kNoMessage;
   Code code_ = Code::kOk;
-  std::string message_;
+  std::unique_ptr<std::string> message_;  // null when there is none
 };
 
 }  // namespace vmstore

@@ -19,7 +19,7 @@ const char* Status::codeName(int code) {
 
 std::string Status::toString() const {
   std::string s = codeName(rawCode());
-  if (!message_.empty()) s += ": " + message_;
+  if (message_) s += ": " + *message_;
   return s;
 }
 
