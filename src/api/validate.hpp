@@ -12,20 +12,24 @@
 
 namespace vmstore::internal {
 
-inline Status validateKey(std::string_view key) {
+// The errors, out of line (every call checks its key; the check itself stays inline).
+[[gnu::noinline, gnu::cold]] inline Status badKey(std::string_view key) {
   if (key.empty()) return Status::InvalidArgument("the empty key is not allowed");
-  if (key.size() > kMaxKeySize) {
-    return Status::TooBig("key of " + std::to_string(key.size()) + " bytes exceeds the maximum of " +
-                          std::to_string(kMaxKeySize));
-  }
+  return Status::TooBig("key of " + std::to_string(key.size()) + " bytes exceeds the maximum of " +
+                        std::to_string(kMaxKeySize));
+}
+[[gnu::noinline, gnu::cold]] inline Status badValue(std::string_view value) {
+  return Status::TooBig("value of " + std::to_string(value.size()) + " bytes exceeds the maximum of " +
+                        std::to_string(kMaxValueSize));
+}
+
+inline Status validateKey(std::string_view key) {
+  if (key.empty() || key.size() > kMaxKeySize) [[unlikely]] return badKey(key);
   return Status::OK();
 }
 
 inline Status validateValue(std::string_view value) {
-  if (value.size() > kMaxValueSize) {
-    return Status::TooBig("value of " + std::to_string(value.size()) + " bytes exceeds the maximum of " +
-                          std::to_string(kMaxValueSize));
-  }
+  if (value.size() > kMaxValueSize) [[unlikely]] return badValue(value);
   return Status::OK();
 }
 
