@@ -36,23 +36,14 @@ std::string valueOf(unsigned i, unsigned round = 0) {
   return v;
 }
 
-class ScanTest : public ::testing::Test {
+class ScanTest : public OneTreeTest {
  protected:
-  void SetUp() override {
-    dir_ = freshDir();
-    db_ = openDb(dir_, "pool_size=64M");
-    ASSERT_TRUE(db_);
-    VMS_ASSERT_OK(db_->openTree("", true, &t_));
-  }
   void fill(unsigned n) {
     for (unsigned i = 0; i < n; i++) {
       VMS_ASSERT_OK(t_->put(keyOf(i), valueOf(i)));
       model_[keyOf(i)] = valueOf(i);
     }
   }
-  std::string dir_;
-  std::unique_ptr<vmstore::Database> db_;
-  Tree* t_ = nullptr;
   std::map<std::string, std::string> model_;
 };
 
@@ -216,11 +207,8 @@ int collect(void* ctx, const void* key, size_t klen, const void* value, size_t v
 }
 
 TEST(ScanC, ScansStopsAndRefusesBadInput) {
-  std::string dir = freshDir();
-  vms_db* db = nullptr;
-  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=64M", &db), VMS_OK) << vms_last_error();
-  vms_tree* t = nullptr;
-  ASSERT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
+  CDb c;
+  vms_tree* t = c.t;
   std::string big(50000, 'v');
   ASSERT_EQ(vms_put(t, "a", 1, "1", 1), VMS_OK);
   ASSERT_EQ(vms_put(t, "b", 1, big.data(), big.size()), VMS_OK);
@@ -245,7 +233,6 @@ TEST(ScanC, ScansStopsAndRefusesBadInput) {
   EXPECT_EQ(vms_scan(t, nullptr, 3, collect, &all), VMS_EINVAL);
   std::string longKey(VMS_MAX_KEY_SIZE + 1, 'k');
   EXPECT_EQ(vms_scan(t, longKey.data(), longKey.size(), collect, &all), VMS_ETOOBIG);
-  EXPECT_EQ(vms_close(db), VMS_OK);
 }
 
 }  // namespace

@@ -60,14 +60,9 @@ uint64_t counterSum(vmstore::Tree* t, int counters) {
   return total;
 }
 
-class UpdateTest : public ::testing::Test {
+class UpdateTest : public OneTreeTest {
  protected:
-  void SetUp() override {
-    dir_ = freshDir();
-    db_ = openDb(dir_, "pool_size=4M,durability=async");
-    ASSERT_TRUE(db_);
-    VMS_ASSERT_OK(db_->openTree("", true, &t_));
-  }
+  std::string config() const override { return "pool_size=4M,durability=async"; }
   void TearDown() override {
     if (db_) VMS_EXPECT_OK(db_->close());
   }
@@ -76,9 +71,6 @@ class UpdateTest : public ::testing::Test {
     Status s = t_->get(key, &v);
     return s.ok() ? v : "<" + s.toString() + ">";
   }
-  std::string dir_;
-  std::unique_ptr<vmstore::Database> db_;
-  vmstore::Tree* t_ = nullptr;
 };
 
 TEST_F(UpdateTest, EveryOutcomeOfTheFunction) {

@@ -26,18 +26,7 @@ std::string valueOf(char c, size_t n) {
   return v;
 }
 
-class ValueViewTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = freshDir();
-    db_ = openDb(dir_, "pool_size=64M");
-    ASSERT_TRUE(db_);
-    VMS_ASSERT_OK(db_->openTree("", true, &t_));
-  }
-  std::string dir_;
-  std::unique_ptr<vmstore::Database> db_;
-  Tree* t_ = nullptr;
-};
+class ValueViewTest : public OneTreeTest {};
 
 TEST_F(ValueViewTest, ViewsOfEverySizeAreTheBytesInPlace) {
   const size_t sizes[] = {0, 10, 1500, 3000, 4056, 4057, 100000, 5 << 20};
@@ -178,19 +167,6 @@ TEST_F(ValueViewTest, BadInputIsRefused) {
 }
 
 // ---- C API ------------------------------------------------------------------------
-
-struct CDb {
-  explicit CDb(const char* config = "pool_size=64M") : dir(freshDir()) {
-    EXPECT_EQ(vms_open(dir.c_str(), config, &db), VMS_OK) << vms_last_error();
-    EXPECT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
-  }
-  ~CDb() {
-    if (db != nullptr) vms_close(db);
-  }
-  std::string dir;
-  vms_db* db = nullptr;
-  vms_tree* t = nullptr;
-};
 
 int sumBytes(void* ctx, const void* value, size_t vlen) {
   auto* sum = static_cast<uint64_t*>(ctx);

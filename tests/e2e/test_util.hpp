@@ -371,6 +371,39 @@ inline std::unique_ptr<vmstore::Database> openDb(const std::string& dir, std::st
   return db;
 }
 
+// A test with a fresh database (config()) whose default tree t_ is open: the fixture of
+// the API tests of one tree.
+class OneTreeTest : public ::testing::Test {
+ protected:
+  virtual std::string config() const { return "pool_size=64M"; }
+  void SetUp() override {
+    dir_ = freshDir();
+    db_ = openDb(dir_, config());
+    ASSERT_TRUE(db_);
+    VMS_ASSERT_OK(db_->openTree("", true, &t_));
+  }
+  std::string dir_;
+  std::unique_ptr<vmstore::Database> db_;
+  vmstore::Tree* t_ = nullptr;
+};
+
+// The same through the C API: a fresh database and its default tree, closed at the end
+// unless the test closed it (and set db to null).
+struct CDb {
+  explicit CDb(const char* config = "pool_size=64M") : dir(freshDir()) {
+    EXPECT_EQ(vms_open(dir.c_str(), config, &db), VMS_OK) << vms_last_error();
+    EXPECT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
+  }
+  ~CDb() {
+    if (db != nullptr) vms_close(db);
+  }
+  CDb(const CDb&) = delete;
+  CDb& operator=(const CDb&) = delete;
+  std::string dir;
+  vms_db* db = nullptr;
+  vms_tree* t = nullptr;
+};
+
 using KV = std::vector<std::pair<std::string, std::string>>;
 
 // Every entry of the tree, forward. The final iterator status goes to *status.
