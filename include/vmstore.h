@@ -186,7 +186,10 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
  *   of that leaf wait too. The page held is not evicted meanwhile.
  * - So: hold views briefly; never write to the same tree (vms_put, vms_delete,
  *   vms_write, vms_tree_drop) from a thread that holds a view of it, since that write
- *   could wait for the view forever; reads are fine. Never write into *value. vms_close
+ *   could wait for the view forever. Reads that copy (vms_get, iterators) are fine;
+ *   another view or scan (vms_scan, vms_read) of the same tree is not: while a writer
+ *   waits for the first view, new views of that leaf wait for the writer, which waits
+ *   for the first view. Never write into *value. vms_close
  *   waits until every view of the database is released. A view may be released from
  *   any thread. VMS_NOTFOUND (nothing held, *view NULL) when the key is absent.
  * - vms_read calls fn(ctx, value, vlen) once with the value in place, held shared for
@@ -214,7 +217,8 @@ int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void
  * entries end. key and value are valid during that call only; value is in place in the
  * pool. The leaf of the entry (and a large value's own page) is held shared while fn
  * runs, so the rules of the views above apply inside fn: never write to this tree from
- * it; reads are fine. The entries of one leaf are one consistent state; writes made
+ * it, nor take a view or scan of it; reads that copy (vms_get, iterators) are fine. The
+ * entries of one leaf are one consistent state; writes made
  * while the scan moves from leaf to leaf may or may not be seen. Returns VMS_OK at the
  * end; a nonzero return of fn stops the scan and is returned as is (use a value that
  * is not a VMS_ code, e.g. VMS_EUSER or a positive one, to tell it apart). */

@@ -175,7 +175,9 @@ class Tree {
   // value are valid during that call only; value is the bytes in place in the pool (a
   // value of any size). While fn runs, the leaf of its entry (and a value's own page) is
   // held shared, so the rules of value_view.hpp apply: fn must not write to this tree
-  // (that write could wait for the scan forever); reads of any tree are fine. The
+  // (that write could wait for the scan forever), nor take a view or a scan of it
+  // (those wait for a writer that waits for the scan); reads that copy (get,
+  // iterators) and anything on other trees are fine. The
   // entries of one leaf are one consistent state; writes made while the scan moves on
   // from leaf to leaf may or may not be seen (as with an Iterator). An exception from fn
   // propagates with nothing held. Returns OK at the end and when fn stopped the scan;
