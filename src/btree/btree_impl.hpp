@@ -627,7 +627,7 @@ void BasicBTree<BM>::scanInPlace(Bytes from, Visit visit, void* ctx) {
     };
     uint8_t at[kKeyBuf];  // where the next leaf's entries start
     unsigned atLen = static_cast<unsigned>(std::min<size_t>(from.size(), kKeyBuf));
-    std::memcpy(at, from.data(), atLen);
+    if (atLen > 0) std::memcpy(at, from.data(), atLen);  // an empty start may have no bytes at all
     uint8_t key[kKeyBuf];
     std::vector<uint64_t> ahead;
     bool readIn = false;  // the leaves ahead of this one were just read in
