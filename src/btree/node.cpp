@@ -115,6 +115,13 @@ unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
   unsigned lo = 0;
   unsigned hi = count;
   searchHint(h, &lo, &hi);
+  // The slots the search will probe, requested together instead of one miss after the
+  // other (a leaf of large values has few slots, none of them cached).
+  if (hi - lo <= 64) {
+    const char* from = reinterpret_cast<const char*>(&slot[lo]);
+    const char* to = reinterpret_cast<const char*>(&slot[hi]);
+    for (const char* c = from; c < to; c += 64) __builtin_prefetch(c);
+  }
   while (lo < hi) {
     unsigned mid = lo + (hi - lo) / 2;
     uint32_t mh = slot[mid].head;
