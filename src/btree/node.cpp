@@ -188,9 +188,8 @@ void BTreeNode::insertAt(unsigned pos, Bytes key, Bytes payload, bool outOfLineV
   lastInsert = static_cast<uint16_t>(pos + 1);
   // The hints of slots below pos still hold, if the insert left their spacing as it was.
   unsigned dist = count / (kHintCount + 1);
-  unsigned first = 0;
-  if (dist > 0 && (count - 1) / (kHintCount + 1) == dist && pos / dist > 1) first = pos / dist - 1;
-  for (unsigned i = first; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;
+  bool sameSpacing = dist > 0 && (count - 1) / (kHintCount + 1) == dist;
+  makeHints(sameSpacing && pos / dist > 1 ? pos / dist - 1 : 0);
 }
 
 void BTreeNode::append(Bytes key, Bytes payload, uint16_t rawPayloadLen) {
@@ -205,9 +204,9 @@ void BTreeNode::removeSlot(unsigned i) {
   makeHints();
 }
 
-void BTreeNode::makeHints() {
+void BTreeNode::makeHints(unsigned first) {
   unsigned dist = count / (kHintCount + 1);
-  for (unsigned i = 0; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;
+  for (unsigned i = first; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;
 }
 
 void BTreeNode::compactify() {

@@ -131,7 +131,8 @@ struct BTreeNode {
   // Appends an entry after all others (the caller keeps keys ascending).
   void append(Bytes key, Bytes payload, uint16_t rawPayloadLen);
   void compactify();
-  void makeHints();
+  // Sets hints [first, kHintCount) from the slots (the ones below first must be current).
+  void makeHints(unsigned first = 0);
   // Copies this node's fences, entries and upper into dst (a freshly initialized node
   // with the same fences), used to move a root's content into a new page.
   void copyContentTo(BTreeNode* dst) const;

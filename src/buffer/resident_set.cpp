@@ -3,6 +3,8 @@
 #include <bit>
 #include <stdexcept>
 
+#include "os/mix64.hpp"
+
 namespace vmstore::internal {
 
 ResidentSet::ResidentSet(uint64_t maxResident) {
@@ -14,14 +16,7 @@ ResidentSet::ResidentSet(uint64_t maxResident) {
 }
 
 uint64_t ResidentSet::slotOf(uint64_t pid) const {
-  // Murmur3 finalizer: spreads sequential pids across the table.
-  uint64_t k = pid;
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k & mask_;
+  return mix64(pid) & mask_;  // spreads sequential pids across the table
 }
 
 void ResidentSet::insert(uint64_t pid) {

@@ -11,18 +11,15 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "os/mix64.hpp"
+
 namespace vmstore::internal {
 
 namespace {
 
 constexpr uint64_t kSector = 512;
 
-uint64_t mix(uint64_t x) {  // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return mix64(x + 0x9e3779b97f4a7c15ull); }  // a splitmix64 step
 
 uint64_t hashName(const std::string& s) {  // FNV-1a: the same in every run and build
   uint64_t h = 0xcbf29ce484222325ull;

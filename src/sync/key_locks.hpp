@@ -14,6 +14,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "os/mix64.hpp"
+
 namespace vmstore::internal {
 
 class KeyLocks {
@@ -26,8 +28,8 @@ class KeyLocks {
 
  private:
   // Spreads keys over the mutexes (nothing more is asked of it): 8 bytes at a time (the
-  // last 8 read overlapping), then splitmix64's finalizer so that every input bit moves
-  // the low bits the mutex is chosen by; a few instructions for a short key where
+  // last 8 read overlapping), then mix64 so that every input bit moves the low bits the
+  // mutex is chosen by; a few instructions for a short key where
   // std::hash costs about fifty.
   static uint64_t hash(std::string_view key) {
     const char* p = key.data();
@@ -47,9 +49,7 @@ class KeyLocks {
       std::memcpy(&w, p + n - 8, 8);
       mix(w);
     }
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    return h ^ (h >> 31);
+    return mix64(h);
   }
 
   struct alignas(64) Slot {
