@@ -21,20 +21,17 @@ namespace vmstore::internal {
 class KeyLocks {
  public:
   static constexpr size_t kCount = 1024;
-  std::mutex& of(const void* tree, std::string_view key) {
-    uint64_t h = hash(key) ^ (reinterpret_cast<uintptr_t>(tree) * 0x9E3779B97F4A7C15ull);
-    return locks_[(h ^ (h >> 29)) % kCount].m;
-  }
+  std::mutex& of(const void* tree, std::string_view key) { return locks_[hash(tree, key) % kCount].m; }
 
  private:
-  // Spreads keys over the mutexes (nothing more is asked of it): 8 bytes at a time (the
-  // last 8 read overlapping), then mix64 so that every input bit moves the low bits the
-  // mutex is chosen by; a few instructions for a short key where
-  // std::hash costs about fifty.
-  static uint64_t hash(std::string_view key) {
+  // Spreads keys over the mutexes (nothing more is asked of it): the tree and the length,
+  // then the key 8 bytes at a time (the last 8 read overlapping), then mix64 so that
+  // every input bit moves the low bits the mutex is chosen by; a few instructions for a
+  // short key where std::hash costs about fifty.
+  static uint64_t hash(const void* tree, std::string_view key) {
     const char* p = key.data();
     size_t n = key.size();
-    uint64_t h = n * 0x9E3779B97F4A7C15ull;
+    uint64_t h = (reinterpret_cast<uintptr_t>(tree) ^ n) * 0x9E3779B97F4A7C15ull;
     auto mix = [&h](uint64_t w) { h = (h ^ w) * 0x9E3779B97F4A7C15ull; };
     if (n < 8) {
       uint64_t w = 0;
