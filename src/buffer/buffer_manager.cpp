@@ -669,8 +669,26 @@ Status BufferManager::flushDirty(uint8_t tag) {
   // that changes it meanwhile keeps the same image again (a harmless second frame).
   constexpr size_t kFlushBatch = 256;
   std::unique_ptr<Page[]> bufs(new Page[kFlushBatch]);
+  // The pages dirtied since the tag's last flush (both tags for 0), or, if a note of
+  // them was lost, every resident page. Given back whole if this flush fails.
+  DirtyLists::Taken taken[2];
+  for (uint8_t t : {uint8_t{1}, uint8_t{2}}) {
+    if (tag == 0 || tag == t) taken[t & 1] = dirtyLists_.take(t);
+  }
+  auto giveBack = [&](Status st) {
+    for (uint8_t t : {uint8_t{1}, uint8_t{2}}) {
+      if (tag == 0 || tag == t) dirtyLists_.putBack(t, std::move(taken[t & 1]));
+    }
+    return st;
+  };
   std::vector<uint64_t> todo;
-  resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });
+  if (taken[0].complete && taken[1].complete) {
+    for (const auto& t : taken) todo.insert(todo.end(), t.pids.begin(), t.pids.end());
+    std::sort(todo.begin(), todo.end());
+    todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+  } else {
+    resident_.forEach([&](uint64_t pid) { todo.push_back(pid); });
+  }
   while (!todo.empty()) {
     std::vector<uint64_t> retry;
     for (size_t i = 0; i < todo.size(); i += kFlushBatch) {
@@ -695,7 +713,7 @@ Status BufferManager::flushDirty(uint8_t tag) {
           // freeing it waits): not copied.
           Status st = writePages(std::span<const uint64_t>(&pid, 1));
           ps.unlockS();
-          if (!st.ok()) return st;
+          if (!st.ok()) return giveBack(st);
           continue;
         }
         if (d != 0 && (tag == 0 || d == tag)) {
@@ -709,7 +727,7 @@ Status BufferManager::flushDirty(uint8_t tag) {
       }
       if (writes.empty()) continue;
       Status st = store_->writePages(writes);
-      if (!st.ok()) return st;  // the pages are still dirty
+      if (!st.ok()) return giveBack(st);  // the pages are still dirty
       for (size_t k = 0; k < writes.size(); k++) {
         // Clean, unless a writer has changed it since (then it is dirty in the new epoch).
         uint8_t expect = tags[k];
@@ -865,11 +883,41 @@ void BufferManager::freeSpan(uint64_t pid, uint64_t pages) {
     }
     __atomic_store_n(&p->header.dirty, 0, __ATOMIC_RELAXED);  // its content is dead
     residentDrop(pid, pages);
+    if (!tiers_) {
+      // Its frames stay in memory as freed pages, one per id, as freePage leaves a page:
+      // the next span allocated over them (a value replaced by one of its size takes
+      // this run again, best fit) reuses them instead of faulting fresh zeroed memory
+      // in after a release (a TLB shootdown) here. The clock evicts them like any
+      // clean page when the pool needs the room.
+      keepFreedFrames(pid, pages);
+      markTails(pid, pages, false);  // after: a stale read-in of a tail meanwhile still fails
+      freeSpace_.pushRun(pid, pages);
+      return;
+    }
     releaseFrame(pid, pages);
   }
   markTails(pid, pages, false);
   state(pid).unlockXEvicted();
   freeSpace_.pushRun(pid, pages);
+}
+
+void BufferManager::keepFreedFrames(uint64_t pid, uint64_t pages) {
+  for (uint64_t q = pid; q < pid + pages; q++) {
+    Page* p = pageAt(q);
+    std::memset(&p->header, 0, sizeof(PageHeader));  // a tail's header was value bytes
+    p->header.kind = PageKind::kFree;
+    p->header.pid = q;
+    PageState& ps = state(q);
+    if (q != pid) {
+      // A tail's state word says evicted (it was never fixed alone); only a stale
+      // read-in locks it, briefly, and leaves it evicted (its tail bit is still set).
+      // Take it to become a page of its own.
+      for (uint64_t w = ps.load(); !ps.tryLockX(w); w = ps.load()) {
+      }
+    }
+    residentAdd(q);
+    ps.unlockX();
+  }
 }
 
 void BufferManager::appendFreePages(uint64_t n) {

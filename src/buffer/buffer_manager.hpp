@@ -58,7 +58,9 @@
 //   (page.hpp) and its head's state word is its only one. It is read in with one read
 //   (fixS(pid, n): the caller knows n, from the reference it followed), written as one
 //   transfer, evicted whole (n frames of the pool budget at once), and freed whole
-//   (freeSpan(pid, n), which also gives its memory back at once). Its ids after the
+//   (freeSpan(pid, n): without tiers its frames stay in memory as n freed pages, which
+//   a later span over the same ids takes without faulting memory in; with tiers they
+//   are released at once). Its ids after the
 //   head (tails) are marked as such while it lives: reading one in on its own (a stale
 //   reference) fails with Corruption before touching memory, which the guards turn into
 //   a restart. A span may take at most half of the pool (maxSpanPages(); larger:
@@ -110,6 +112,7 @@
 #include <vector>
 
 #include "buffer/counters.hpp"
+#include "buffer/dirty_lists.hpp"
 #include "buffer/errors.hpp"
 #include "buffer/free_space.hpp"
 #include "buffer/page.hpp"
@@ -266,6 +269,7 @@ class BufferManager {
     if (was == tag) [[likely]] return;
     if (was != 0) keepSnapshotImage(pid, p, was);
     __atomic_store_n(&p->header.dirty, tag, __ATOMIC_RELAXED);
+    dirtyLists_.note(tag, pid);
   }
   static bool isDirty(const Page* p) { return __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED) != 0; }
   // For buffer managers without epochs (bench/hashbm): dirty, epoch 0.
@@ -349,6 +353,9 @@ class BufferManager {
   // Locks pid exclusively (waiting), which must be free (kind kFree or never used);
   // returns whether it was resident.
   bool lockFreePage(uint64_t pid);
+  // freeSpan without tiers: the span's frames (still counted in the pool) become freed
+  // pages of their own, resident and unlocked. The head is held exclusively.
+  void keepFreedFrames(uint64_t pid, uint64_t pages);
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid, uint64_t pages = 1);  // a failed read-in: give the frames back
   // Caller holds evictMutex_. tier: of that tier only (-1: with tiers, the last).
@@ -413,6 +420,7 @@ class BufferManager {
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   unsigned readAheadPages_ = 0;  // none until setReadAheadPages()
   SnapshotCopies copies_;
+  DirtyLists dirtyLists_;  // what flushDirty looks at (every page markDirty dirtied)
   std::unique_ptr<TierMap> tiers_;  // nullptr: one tier, as the paper's vmcache
   std::unique_ptr<Migrator> migrator_;
   std::vector<uint64_t> retry_[kMaxTiers];  // under evictMutex_: failed demotions

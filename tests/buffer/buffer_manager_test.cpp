@@ -627,6 +627,38 @@ TEST(BufferManager, CheckpointSnapshotHoldsEveryPageAsItWasAtTheCut) {
   EXPECT_EQ(store.words(pids[0], 3), std::vector<uint64_t>{3});
 }
 
+TEST(BufferManager, FlushOfAnEpochWritesOnlyThePagesDirtiedInIt) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  FlakyStore store(&env.file);
+  bm.setStore(&store);
+  bm.setEpoch(1);
+  std::vector<uint64_t> pids = allocStamped(bm, 100);
+  bm.setEpoch(2);
+  UNIT_ASSERT_OK(bm.flushEpoch(1));
+  EXPECT_EQ(store.written.load(), 100u);
+  // Epoch 2 changes 7 pages; a page dirtied twice is written once.
+  for (int twice = 0; twice < 2; twice++) {
+    for (size_t i = 10; i < 17; i++) {
+      Page* p = bm.fixX(pids[i]);
+      bm.markDirty(pids[i], p);
+      words(p)[1]++;
+      bm.unfixX(pids[i]);
+    }
+  }
+  bm.setEpoch(3);
+  // A flush that fails keeps them all dirty, and the next one writes them.
+  store.failWrites = true;
+  EXPECT_EQ(bm.flushEpoch(2).code(), Code::kNoSpace);
+  store.failWrites = false;
+  UNIT_ASSERT_OK(bm.flushEpoch(2));
+  EXPECT_EQ(store.written.load(), 107u);
+  for (uint64_t pid : pids) EXPECT_FALSE(BufferManager::isDirty(bm.pageAt(pid))) << "page " << pid;
+  UNIT_ASSERT_OK(bm.flushEpoch(2));  // nothing left
+  UNIT_ASSERT_OK(bm.flushEpoch(3));  // nothing changed in 3
+  EXPECT_EQ(store.written.load(), 107u);
+}
+
 TEST(BufferManager, PagesGoThroughTheStoreSealedWithTheEpoch) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;

@@ -71,6 +71,14 @@ bool hasFill(const Page* p, uint64_t pages, uint64_t seed) {
   return true;
 }
 
+bool isZero(const Page* p, uint64_t pages) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  for (size_t i = kHeader; i < pages * kPage; i++) {
+    if (b[i] != 0) return false;
+  }
+  return true;
+}
+
 using vmsunit::codeOf;
 TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
   BufferEnv env(256);
@@ -111,30 +119,47 @@ TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
   bm.unfixS(pid);
 }
 
-TEST(VariableSizePages, FreeingReturnsTheMemoryAndTheRunForReuse) {
+TEST(VariableSizePages, FreeingKeepsTheFramesAsFreedPagesAndTheRunForReuse) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
   Page* p = bm.allocSpan(PageKind::kValue, 30);
   const uint64_t pid = p->header.pid;
+  std::memset(p->payload, 0xCD, 30 * vmstore::internal::kPageSize - sizeof(p->header));
   bm.unfixX(pid);
   const uint64_t used = bm.residentPages();
   const uint64_t count = bm.pageCount();
   bm.freeSpan(pid, 30);
-  EXPECT_EQ(bm.residentPages(), used - 30) << "its frames go back at once";
+  // Its 30 frames stay, as 30 freed pages of their own (no fault to take them again).
+  EXPECT_EQ(bm.residentPages(), used);
   EXPECT_EQ(bm.freeSpace().longestRun(), 30u);
-  for (uint64_t t = pid; t < pid + 30; t++) EXPECT_FALSE(bm.isTail(t)) << t;
-  // Best fit from the freed run; the rest stays free; the file does not grow.
+  for (uint64_t t = pid; t < pid + 30; t++) {
+    EXPECT_FALSE(bm.isTail(t)) << t;
+    EXPECT_EQ(PageState::stateOf(bm.state(t).load()), PageState::kUnlocked) << t;
+    EXPECT_EQ(bm.pageAt(t)->header.kind, PageKind::kFree) << t;
+    EXPECT_EQ(spanOf(bm.pageAt(t)->header), 1u) << t;
+  }
+  // Best fit from the freed run; the rest stays free; the file does not grow, and no
+  // frame is added: the spans take the freed ones, zeroed.
   Page* a = bm.allocSpan(PageKind::kValue, 10);
   EXPECT_EQ(a->header.pid, pid);
+  EXPECT_TRUE(isZero(a, 10)) << "a reused frame kept old bytes";
   bm.unfixX(pid);
   Page* b = bm.allocSpan(PageKind::kValue, 20);
   EXPECT_EQ(b->header.pid, pid + 10);
+  EXPECT_TRUE(isZero(b, 20)) << "a reused frame kept old bytes";
   bm.unfixX(pid + 10);
   EXPECT_EQ(bm.pageCount(), count);
-  // A span freed while evicted is never read from storage.
+  EXPECT_EQ(bm.residentPages(), used);
+  // Freed pages are evicted like clean pages when the pool needs them.
+  bm.freeSpan(pid, 10);
+  std::vector<uint64_t> freed;
+  for (uint64_t t = pid; t < pid + 10; t++) freed.push_back(t);
+  ASSERT_TRUE(evictAll(bm, freed));
+  // A span freed while evicted is never read from storage, and stays evicted.
   ASSERT_TRUE(evictAll(bm, {pid + 10}));
   bm.freeSpan(pid + 10, 20);
-  EXPECT_EQ(bm.freeSpace().longestRun(), 20u);
+  EXPECT_GE(bm.freeSpace().longestRun(), 20u);
+  EXPECT_EQ(PageState::stateOf(bm.state(pid + 10).load()), PageState::kEvicted);
 }
 
 TEST(VariableSizePages, FreedPagesStillInMemoryBecomeASpanWithoutNewFrames) {
