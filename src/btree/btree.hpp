@@ -76,8 +76,10 @@ class BasicBTree {
   // BTreeNode::kMaxEntry) and calls fill(bytes) on its len bytes, before anything
   // refers to it; linkValue puts it under key like put() (freeing a value it replaces);
   // freeValue frees one never linked (fill or linkValue failed). holdValue/unpin keep
-  // it resident in between (its bytes stay readable, for the log record).
-  uint64_t allocValue(size_t len, const std::function<void(uint8_t*)>& fill);
+  // it resident in between (its bytes stay readable, for the log record). The bytes
+  // fill gets are zero, unless fillWritesAll says that fill overwrites every one of
+  // them (then they are left as the memory had them).
+  uint64_t allocValue(size_t len, const std::function<void(uint8_t*)>& fill, bool fillWritesAll = false);
   void linkValue(Bytes key, uint64_t pid, size_t len);
   void freeValue(uint64_t pid, size_t len) { freeValuePage(ValueRef{pid, static_cast<uint32_t>(len)}); }
   const uint8_t* holdValue(uint64_t pid, size_t len);

@@ -242,11 +242,12 @@ void BasicBTree<BM>::unpin(uint64_t pinned) {
 }
 
 template <class BM>
-uint64_t BasicBTree<BM>::allocValue(size_t len, const std::function<void(uint8_t*)>& fill) {
+uint64_t BasicBTree<BM>::allocValue(size_t len, const std::function<void(uint8_t*)>& fill, bool fillWritesAll) {
   const uint64_t pages = valuePages(len);
   Page* p;
   if constexpr (kHasSpans<BM>) {
-    p = bm_.allocSpan(PageKind::kValue, pages);
+    p = fillWritesAll ? bm_.allocSpan(PageKind::kValue, pages, kValueHeader, kValueHeader + len)
+                      : bm_.allocSpan(PageKind::kValue, pages);
   } else {
     if (pages > 1) throw StorageError(Status::TooBig("values over one page need variable-size pages, which this buffer manager lacks"));
     p = bm_.allocPage(PageKind::kValue);
@@ -266,7 +267,7 @@ uint64_t BasicBTree<BM>::allocValue(size_t len, const std::function<void(uint8_t
 
 template <class BM>
 uint64_t BasicBTree<BM>::writeValuePage(Bytes value) {
-  return allocValue(value.size(), [&](uint8_t* data) { std::memcpy(data, value.data(), value.size()); });
+  return allocValue(value.size(), [&](uint8_t* data) { std::memcpy(data, value.data(), value.size()); }, true);
 }
 
 template <class BM>

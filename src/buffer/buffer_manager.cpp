@@ -828,7 +828,7 @@ bool BufferManager::lockFreePage(uint64_t pid) {
   }
 }
 
-Page* BufferManager::allocSpan(PageKind kind, uint64_t pages) {
+Page* BufferManager::allocSpan(PageKind kind, uint64_t pages, size_t keepFrom, size_t keepTo) {
   if (pages == 1) return allocPage(kind);
   checkSpan(pages);
   uint64_t pid;
@@ -856,8 +856,17 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages) {
     freeSpace_.pushRun(pid, pages);
     throw;
   }
-  // Released frames read as zeros; a freed page's frame may hold its old content.
-  for (uint64_t r : wasResident) std::memset(pageAt(r), 0, kPageSize);
+  // Released frames read as zeros; a freed page's frame may hold its old content:
+  // zeroed, but for what the caller writes at once.
+  for (uint64_t r : wasResident) {
+    const size_t from = (r - pid) * kPageSize;
+    const size_t to = from + kPageSize;
+    auto* frame = reinterpret_cast<uint8_t*>(pageAt(r));
+    const size_t a = std::clamp(keepFrom, from, to);
+    const size_t b = std::clamp(std::max(keepTo, keepFrom), from, to);
+    std::memset(frame, 0, a - from);
+    std::memset(frame + (b - from), 0, to - b);
+  }
   markTails(pid, pages, true);
   for (uint64_t i = 1; i < pages; i++) state(pid + i).unlockXEvicted();  // never fixed alone
   residentAdd(pid);

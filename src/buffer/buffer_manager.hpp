@@ -247,7 +247,10 @@ class BufferManager {
 
   Page* allocPage(PageKind kind);
   // A variable-size page of `pages` ids (see the contract); pages == 1 is allocPage.
-  Page* allocSpan(PageKind kind, uint64_t pages);
+  // Bytes [keepFrom, keepTo) of the span (offsets from its start) are the caller's to
+  // write at once: where a frame is reused they keep old bytes instead of being zeroed
+  // first (a value's bytes; everything else is zero).
+  Page* allocSpan(PageKind kind, uint64_t pages, size_t keepFrom = 0, size_t keepTo = 0);
   // Frees the variable-size page at pid (unlocked by the caller; waits for holders),
   // without reading it from storage.
   void freeSpan(uint64_t pid, uint64_t pages);

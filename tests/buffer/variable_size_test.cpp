@@ -143,6 +143,7 @@ TEST(VariableSizePages, FreeingKeepsTheFramesAsFreedPagesAndTheRunForReuse) {
   Page* a = bm.allocSpan(PageKind::kValue, 10);
   EXPECT_EQ(a->header.pid, pid);
   EXPECT_TRUE(isZero(a, 10)) << "a reused frame kept old bytes";
+  std::memset(reinterpret_cast<uint8_t*>(a) + kHeader, 0xEE, 10 * kPage - kHeader);
   bm.unfixX(pid);
   Page* b = bm.allocSpan(PageKind::kValue, 20);
   EXPECT_EQ(b->header.pid, pid + 10);
@@ -150,6 +151,19 @@ TEST(VariableSizePages, FreeingKeepsTheFramesAsFreedPagesAndTheRunForReuse) {
   bm.unfixX(pid + 10);
   EXPECT_EQ(bm.pageCount(), count);
   EXPECT_EQ(bm.residentPages(), used);
+  // What the caller says it writes at once keeps the frame's old bytes (not zeroed
+  // for nothing); the rest is zeroed.
+  bm.freeSpan(pid, 10);
+  Page* c = bm.allocSpan(PageKind::kValue, 10, 100, 5000);
+  ASSERT_EQ(c->header.pid, pid);
+  const auto* cb = reinterpret_cast<const uint8_t*>(c);
+  for (size_t i = kHeader; i < 10 * kPage; i++) {
+    if (i < 100 || i >= 5000) {
+      ASSERT_EQ(cb[i], 0) << "byte " << i;
+    }
+  }
+  EXPECT_EQ(cb[200], 0xEE) << "zeroed although the caller writes it";
+  bm.unfixX(pid);
   // Freed pages are evicted like clean pages when the pool needs them.
   bm.freeSpan(pid, 10);
   std::vector<uint64_t> freed;
