@@ -9,7 +9,9 @@
 // - A PageWrite may span several pages (a variable-size page), written as one transfer.
 // - writeBatch writes many pages with one io_uring submission (all in flight at once)
 //   when liburing is available and the kernel allows it, else one pwrite each; it is
-//   safe from several threads (batches are serialized).
+//   safe from several threads (batches are serialized). On the ring, writes that
+//   continue each other in the file (in the order given) go as one vectored write of
+//   up to 256 pages; a short one is written again page by page.
 // - Every system call goes through io() (os/io.hpp), so tests can inject faults; with a
 //   fault-injecting backend installed, batches use pwrite, never io_uring.
 // - fetchPage is readPage for the buffer manager's misses: inside a task

@@ -121,6 +121,46 @@ TEST(DataFile, WriteBatchRoundTrip) {
   }
 }
 
+// Writes that continue each other in the file go as vectored writes of up to 256 pages:
+// a run longer than that, a variable-size page inside a run, runs broken by a gap and
+// by a step back, all land where they belong.
+TEST(DataFile, WriteBatchOfContiguousRunsRoundTrip) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  std::vector<uint64_t> pids;
+  for (uint64_t p = 10; p < 610; p++) pids.push_back(p);     // 600 in a row
+  for (uint64_t p : {700ull, 702ull, 703ull}) pids.push_back(p);  // a gap
+  for (uint64_t p : {5ull, 6ull}) pids.push_back(p);          // back before the first
+  vmsunit::AlignedPages bufs(pids.size());
+  std::vector<vmstore::internal::PageWrite> writes;
+  size_t slot = 0;
+  for (uint64_t pid : pids) {
+    fillPattern(bufs.page(slot), pid);
+    writes.push_back({pid, bufs.page(slot), 1});
+    slot++;
+  }
+  // A three-page write that continues the 703 run: 704..706.
+  vmsunit::AlignedPages span(3);
+  for (int k = 0; k < 3; k++) fillPattern(span.page(k), 704 + k);
+  writes.insert(writes.begin() + 603, {704, span.page(0), 3});
+  UNIT_ASSERT_OK(f.writeBatch(writes));
+  vmsunit::AlignedPages buf(1);
+  for (uint64_t pid : pids) {
+    std::memset(buf.data(), 0xAB, kPage);
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid;
+  }
+  for (uint64_t pid = 704; pid < 707; pid++) {
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid << " of the three-page write";
+  }
+  for (uint64_t pid : {610ull, 701ull, 7ull}) {
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(isZero(buf.data())) << "page " << pid << " was never written";
+  }
+}
+
 TEST(DataFile, OpenMissingWithoutCreateFails) {
   vmsunit::ScratchDir dir;
   DataFile f;
