@@ -217,6 +217,28 @@ bool BasicBTree<BM>::pin(Bytes key, uint64_t* pinned, const uint8_t** data, size
       NodeO leaf;
       unsigned pos;
       if (!findInLeaf(key, &leaf, &pos)) return false;
+      if (leaf->outOfLine(pos)) {
+        // A resident value page is shared without sharing the leaf (two atomic
+        // operations fewer): the reference was read optimistically, and the leaf's
+        // version, unchanged once the value is held, says it was current (a value is
+        // freed only after its leaf changed). Anything else takes the path below.
+        const ValueRef ref = valueRefAt(leaf.get(), pos);
+        if (bm_.tryFixSResident(ref.pid)) {
+          const auto* value = reinterpret_cast<const ValuePage*>(bm_.pageAt(ref.pid));
+          if (!bm_.optimisticValid(leaf.pid(), leaf.page(), leaf.version())) {
+            bm_.unfixS(ref.pid);
+            throw Restart();
+          }
+          if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+            bm_.unfixS(ref.pid);
+            throwCorrupt(ref.pid, "not the value page its leaf refers to");
+          }
+          *pinned = ref.pid;
+          *data = value->data;
+          *len = ref.len;
+          return true;
+        }
+      }
       // Shared at the version the search saw: pos and the slot are still what they were.
       if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
       const BTreeNode* node = leaf.get();

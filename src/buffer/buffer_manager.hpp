@@ -208,6 +208,20 @@ class BufferManager {
       if (ps.tryLockS(w)) return true;
     }
   }
+  // fixS's hit path alone, for a pid read optimistically (the caller validates where it
+  // came from afterwards, and unfixes on failure): true, pid held shared, when pid
+  // exists, is resident and can be shared at once; false, having done nothing, when it
+  // would wait, unmark or read (then the caller takes the careful path).
+  bool tryFixSResident(uint64_t pid) {
+    if (pid >= pageCount()) return false;
+    PageState& ps = state(pid);
+    uint64_t w = ps.load();
+    if (PageState::stateOf(w) >= PageState::kMaxShared || PageState::isParked(w)) return false;
+    if (!ps.tryLockS(w)) return false;
+    counters_.add(Counter::kHits);
+    if (hitHook_) [[unlikely]] noteHit(pid);
+    return true;
+  }
   // True when pid is held shared, unchanged since `begin` (an upgrade failed for that).
   bool heldShared(uint64_t pid, uint64_t begin) const {
     uint64_t w = state(pid).load();
