@@ -924,7 +924,10 @@ void BufferManager::keepFreedFrames(uint64_t pid, uint64_t pages) {
       for (uint64_t w = ps.load(); !ps.tryLockX(w); w = ps.load()) {
       }
     }
-    residentAdd(q);
+    // In the resident set (and the policy's) as a page of its own; not an access, so
+    // no listener hears of it (a freed page is not used).
+    resident_.insert(q);
+    if (policy_) policy_->admit(q);
     ps.unlockX();
   }
 }

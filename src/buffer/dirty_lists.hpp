@@ -16,9 +16,11 @@
 //   memory): then the caller must look at every resident page instead.
 // - putBack(tag, pids, complete): returns what a failed flush did not write, for the
 //   next take(tag).
-// - The caller guarantees that no page becomes dirty with a tag while that tag's pages
-//   are being taken and written (the checkpoint's cut moves writers to the other tag
-//   first, under the database's writer gate).
+// - A page that becomes dirty with tag t after take(t) is in the next take(t). So a
+//   flush of t's pages is complete only if no page becomes dirty with t while it runs:
+//   the checkpoint's cut moves writers to the other tag first, under the database's
+//   writer gate; a flush of both tags while writers run (BufferManager::flushAll)
+//   leaves what they dirty meanwhile to the next.
 #pragma once
 
 #include <cstdint>
