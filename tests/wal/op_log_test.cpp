@@ -255,7 +255,8 @@ void acknowledgedSurviveAPowerCut(Durability durability) {
       ts.emplace_back([&, t] {
         const std::string value(20000 + t, static_cast<char>('a' + t));
         for (int i = 0; !stop.load(); i++) {
-          LogOp op{LogOpKind::kPut, "", std::to_string(t) + ":" + std::to_string(i), value};
+          const std::string key = std::to_string(t) + ":" + std::to_string(i);  // the op only views it
+          LogOp op{LogOpKind::kPut, "", key, value};
           size_t size = recordSize({&op, 1});
           if (!log.reserve(size).ok()) return;
           uint64_t lsn = log.append({&op, 1}, size);
