@@ -31,6 +31,10 @@ constexpr size_t kValueHeader = offsetof(ValuePage, data);
 // The ids a value of len bytes takes.
 constexpr uint64_t valuePages(uint64_t len) { return (kValueHeader + len + kPageSize - 1) / kPageSize; }
 static_assert(valuePages(kMaxValueSize) <= kMaxSpanPages);
+// Whether a page reached through a value reference of len bytes is that value's page.
+inline bool isValuePage(const ValuePage* value, uint64_t len) {
+  return value->page.kind == PageKind::kValue && value->len == len;
+}
 
 // Whether the buffer manager offers variable-size pages (the hash-table baseline of the
 // benchmarks does not: values over one page are refused there).
@@ -147,7 +151,7 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
   if (pages == 1) {
     // Optimistic: fn copies what may be torn; the validation below discards it.
     GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
-    bool intact = value->page.kind == PageKind::kValue && value->len == ref.len;
+    bool intact = isValuePage(value.get(), ref.len);
     if (intact) fn(value->data, ref.len);
     value.validate();
     if (!intact) {
@@ -186,7 +190,7 @@ const ValuePage* BasicBTree<BM>::fixValueAndReleaseLeaf(uint64_t leafPid, ValueR
       throw;
     }
     bm_.unfixS(leafPid);
-    if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+    if (!isValuePage(value, ref.len)) {
       bm_.unfixS(ref.pid);
       throwCorrupt(ref.pid, "not the value page its leaf refers to");
     }
@@ -229,7 +233,7 @@ bool BasicBTree<BM>::pin(Bytes key, uint64_t* pinned, const uint8_t** data, size
             bm_.unfixS(ref.pid);
             throw Restart();
           }
-          if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+          if (!isValuePage(value, ref.len)) {
             bm_.unfixS(ref.pid);
             throwCorrupt(ref.pid, "not the value page its leaf refers to");
           }
@@ -696,7 +700,7 @@ void BasicBTree<BM>::scanInPlace(Bytes from, Visit visit, void* ctx) {
         const ValueRef ref = valueRefAt(node, i);
         const auto* value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
         Unfix valueHeld{bm_, ref.pid};
-        if (value->page.kind != PageKind::kValue || value->len != ref.len) {
+        if (!isValuePage(value, ref.len)) {
           throwCorrupt(ref.pid, "not the value page its leaf refers to");
         }
         if (!visit(ctx, Bytes(key, n), Bytes(value->data, ref.len))) return;
@@ -846,11 +850,11 @@ void BasicBTree<BM>::verify(std::vector<std::string>* problems, std::vector<uint
             bool matches;
             if constexpr (kHasSpans<BM>) {
               const auto* value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, n));
-              matches = value->page.kind == PageKind::kValue && value->len == ref.len;
+              matches = isValuePage(value, ref.len);
               bm_.unfixS(ref.pid);
             } else {
               GuardS<ValuePage, BM> value(bm_, ref.pid);
-              matches = value->page.kind == PageKind::kValue && value->len == ref.len;
+              matches = isValuePage(value.get(), ref.len);
             }
             if (!matches) problem(ref.pid, "value page does not match its reference");
           } catch (const StorageError& e) {
