@@ -226,8 +226,12 @@ class BasicBTree {
   uint64_t writeValuePage(Bytes value);
   void freeValuePage(ValueRef ref);
   void copyValue(NodeO& leaf, unsigned pos, std::string* out);
-  // Calls fn(data, len) on the out-of-line value ref of leaf (see the contract): fn may
-  // see torn bytes of a one-page value (it must only copy; validation follows).
+  // Hands the out-of-line value ref of leaf to fn in pieces, in order:
+  // fn(at, bytes, n, len) with bytes [at, at + n) of the value's len, from at 0 to len
+  // (one call when it is resident). fn must only copy: it may see torn bytes of a
+  // one-page value (validation follows, and a restart calls it again from at 0), and a
+  // value being read in is handed on as it arrives, before its checksum is checked (a
+  // failed check then throws). A value of 0 bytes gets no call.
   template <class Fn>
   void withValue(NodeO& leaf, ValueRef ref, Fn&& fn);
   // Descends to key's leaf (*pos: its slot there); false, validated, when key is absent.
@@ -235,7 +239,8 @@ class BasicBTree {
   // The caller holds leaf leafPid shared and read ref from it: fixes the value shared
   // (reading it in if need be), then lets the leaf go (also on failure). Corruption if
   // the page is not that value.
-  const btree_detail::ValuePage* fixValueAndReleaseLeaf(uint64_t leafPid, ValueRef ref);
+  const btree_detail::ValuePage* fixValueAndReleaseLeaf(uint64_t leafPid, ValueRef ref,
+                                                        const SpanArrival* arrival = nullptr);
   [[noreturn]] void throwCorrupt(uint64_t pid, const std::string& what);
 
   BM& bm_;

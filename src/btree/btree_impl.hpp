@@ -124,8 +124,8 @@ bool BasicBTree<BM>::get(Bytes key, uint8_t* buf, size_t cap, size_t* vlen) {
       return true;
     }
     ValueRef ref = valueRefAt(node.get(), pos);
-    withValue(node, ref, [&](const uint8_t* data, size_t n) {
-      if (cap > 0) std::memcpy(buf, data, std::min(n, cap));
+    withValue(node, ref, [&](size_t at, const uint8_t* data, size_t n, size_t) {
+      if (at < cap) std::memcpy(buf + at, data, std::min(n, cap - at));
     });
     node.validate();
     *vlen = ref.len;
@@ -140,8 +140,14 @@ void BasicBTree<BM>::copyValue(NodeO& leaf, unsigned pos, std::string* out) {
     out->assign(reinterpret_cast<const char*>(leaf->payloadPtr(pos)), n);
     return;
   }
-  withValue(leaf, valueRefAt(leaf.get(), pos),
-            [&](const uint8_t* data, size_t n) { out->assign(reinterpret_cast<const char*>(data), n); });
+  out->clear();
+  withValue(leaf, valueRefAt(leaf.get(), pos), [&](size_t at, const uint8_t* data, size_t n, size_t len) {
+    if (at == 0) {
+      out->clear();  // again after a restart
+      out->reserve(len);
+    }
+    out->append(reinterpret_cast<const char*>(data), n);
+  });
 }
 
 template <class BM>
@@ -152,7 +158,7 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
     // Optimistic: fn copies what may be torn; the validation below discards it.
     GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
     bool intact = isValuePage(value.get(), ref.len);
-    if (intact) fn(value->data, ref.len);
+    if (intact && ref.len > 0) fn(size_t{0}, static_cast<const uint8_t*>(value->data), size_t{ref.len}, size_t{ref.len});
     value.validate();
     if (!intact) {
       leaf.validate();
@@ -167,24 +173,41 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
     // writer changes the leaf before it frees a value, so the reference stays current
     // and the ids it names stay this value's.
     if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
-    const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref);
+    // Bytes handed on as they come in when the value is read from storage, so that the
+    // copy overlaps the read of the rest; the remainder (all, when resident) after.
+    struct Feed {
+      Fn* fn;
+      size_t len;
+      size_t fed = 0;
+      void upTo(const uint8_t* page, size_t pageBytes) {
+        size_t end = std::min(len, pageBytes > kValueHeader ? pageBytes - kValueHeader : 0);
+        if (end <= fed) return;
+        (*fn)(fed, page + kValueHeader + fed, end - fed, len);
+        fed = end;
+      }
+    } feed{&fn, ref.len};
+    const SpanArrival arrival{[](void* c, const Page* page, size_t upTo) {
+                                static_cast<Feed*>(c)->upTo(reinterpret_cast<const uint8_t*>(page), upTo);
+                              },
+                              &feed};
+    const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref, &arrival);
     struct Unfix {
       BM& bm;
       uint64_t pid;
       ~Unfix() { bm.unfixS(pid); }
     } unfix{bm_, ref.pid};
-    fn(value->data, static_cast<size_t>(ref.len));
+    feed.upTo(reinterpret_cast<const uint8_t*>(value), kValueHeader + ref.len);
   }
 }
 
 template <class BM>
-const ValuePage* BasicBTree<BM>::fixValueAndReleaseLeaf(uint64_t leafPid, ValueRef ref) {
+const ValuePage* BasicBTree<BM>::fixValueAndReleaseLeaf(uint64_t leafPid, ValueRef ref, const SpanArrival* arrival) {
   if constexpr (!kHasSpans<BM>) {
     throwCorrupt(ref.pid, "a value over one page, which this buffer manager cannot hold");
   } else {
     const ValuePage* value;
     try {
-      value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
+      value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len), arrival));
     } catch (...) {
       bm_.unfixS(leafPid);
       throw;

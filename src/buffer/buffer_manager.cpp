@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 #include <system_error>
@@ -155,7 +156,7 @@ Page* BufferManager::fixX(uint64_t pid) {
   }
 }
 
-Page* BufferManager::fixS(uint64_t pid, uint64_t pages) {
+Page* BufferManager::fixS(uint64_t pid, uint64_t pages, const SpanArrival* arrival) {
   checkExists(pid);
   PageState& ps = state(pid);
   bool missed = false;
@@ -164,7 +165,7 @@ Page* BufferManager::fixS(uint64_t pid, uint64_t pages) {
     uint64_t s = PageState::stateOf(w);
     if (s == PageState::kEvicted) {
       if (ps.tryLockX(w)) {
-        readInLocked(pid, pages);
+        readInLocked(pid, pages, arrival);
         missed = true;
         ps.unlockX();
       }
@@ -207,7 +208,7 @@ uint64_t BufferManager::optimisticBeginSlow(uint64_t pid) {
   }
 }
 
-void BufferManager::readInLocked(uint64_t pid, uint64_t pages) {
+void BufferManager::readInLocked(uint64_t pid, uint64_t pages, const SpanArrival* arrival) {
   if (pages == 1 && isTail(pid)) {
     // A stale reference: its frame belongs to a live variable-size page. Touch nothing.
     state(pid).unlockXEvicted();
@@ -221,8 +222,46 @@ void BufferManager::readInLocked(uint64_t pid, uint64_t pages) {
     throw;
   }
   Page* p = pageAt(pid);
-  Status st = store_->readPage(pid, p, pages);
-  if (st.ok() && !pageIsIntact(p, pid, pages)) {
+  Status st;
+  bool intact;
+  if (pages == 1) {
+    st = store_->readPage(pid, p);
+    intact = st.ok() && pageIsIntact(p, pid);
+  } else {
+    // Summed as it arrives (while later pieces are still being read), and handed on.
+    // What arrival throws waits until the read is over (reads may be in flight into
+    // the page) and then fails the fix like a failed read.
+    struct Progress {
+      const Page* page;
+      const SpanArrival* arrival;
+      uint32_t sum = 0;
+      size_t summed = kChecksumOffset;
+      std::exception_ptr thrown;
+      void to(size_t upTo) {
+        if (upTo <= summed) return;
+        sum = pageChecksumPart(sum, page, summed, upTo);
+        summed = upTo;
+        if (arrival == nullptr) return;
+        try {
+          arrival->fn(arrival->ctx, page, upTo);
+        } catch (...) {
+          thrown = std::current_exception();
+          arrival = nullptr;
+        }
+      }
+    } progress{p, arrival, 0, kChecksumOffset, nullptr};
+    const ChunkedReadTarget target{[](void* c, size_t upTo) { static_cast<Progress*>(c)->to(upTo); }, &progress};
+    st = store_->readPage(pid, p, pages, &target);
+    if (st.ok()) progress.to(pages * kPageSize);  // a store that reported less (its contract says all)
+    intact = st.ok() && pageIsIntactSummed(p, pid, pages, progress.sum);
+    if (progress.thrown) {
+      releaseFrame(pid, pages);
+      if (tiers_) tiers_->release(0, pages);
+      state(pid).unlockXEvicted();
+      std::rethrow_exception(progress.thrown);
+    }
+  }
+  if (st.ok() && !intact) {
     st = Status::Corruption("page " + std::to_string(pid) + (pages > 1 ? " (" + std::to_string(pages) + " pages)" : "") +
                             " of " + file_->path() + " is damaged (checksum, page id or size mismatch)");
   }

@@ -56,7 +56,10 @@
 //   contiguous ids (a free run of that length, best fit, or new ids past the end),
 //   exclusively locked, resident, zeroed and dirty; its head's header says n
 //   (page.hpp) and its head's state word is its only one. It is read in with one read
-//   (fixS(pid, n): the caller knows n, from the reference it followed), written as one
+//   (fixS(pid, n): the caller knows n, from the reference it followed; a large one in
+//   pieces with several in flight, and fixS(pid, n, arrival) tells arrival, in order, as
+//   its bytes come in, so that the caller can copy them on while the rest is read: they
+//   are not checked yet, and if the whole then fails its checksum fixS throws), written as one
 //   transfer, evicted whole (n frames of the pool budget at once), and freed whole
 //   (freeSpan(pid, n): without tiers its frames stay in memory as n freed pages, which
 //   a later span over the same ids takes without faulting memory in; with tiers they
@@ -154,7 +157,7 @@ class BufferManager {
   Page* fixX(uint64_t pid);
   void unfixX(uint64_t pid) { state(pid).unlockX(); }
   // pages > 1: the variable-size page of that many ids with its head at pid.
-  Page* fixS(uint64_t pid, uint64_t pages = 1);
+  Page* fixS(uint64_t pid, uint64_t pages = 1, const SpanArrival* arrival = nullptr);
   void unfixS(uint64_t pid) { state(pid).unlockS(); }
 
   // The state word to validate an optimistic read of pid against. Clears a mark; on a
@@ -257,7 +260,7 @@ class BufferManager {
 
   // pid is exclusively locked by the caller and evicted: make it resident from storage.
   // On failure the page is unlocked as evicted and StorageError is thrown.
-  void readInLocked(uint64_t pid, uint64_t pages = 1);
+  void readInLocked(uint64_t pid, uint64_t pages = 1, const SpanArrival* arrival = nullptr);
 
   Page* allocPage(PageKind kind);
   // A variable-size page of `pages` ids (see the contract); pages == 1 is allocPage.

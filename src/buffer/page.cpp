@@ -24,4 +24,12 @@ bool pageIsIntact(const Page* page, uint64_t pid, uint64_t pages) {
   return page->header.pid == pid && spanOf(page->header) == pages && page->header.checksum == checksumOf(page);
 }
 
+bool pageIsIntactSummed(const Page* page, uint64_t pid, uint64_t pages, uint32_t summed) {
+  return page->header.pid == pid && spanOf(page->header) == pages && page->header.checksum == summed;
+}
+
+uint32_t pageChecksumPart(uint32_t sum, const Page* page, size_t from, size_t to) {
+  return crc32cExtend(sum, reinterpret_cast<const char*>(page) + from, to - from);
+}
+
 }  // namespace vmstore::internal

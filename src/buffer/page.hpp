@@ -67,11 +67,27 @@ struct alignas(kPageSize) Page {
 };
 static_assert(sizeof(Page) == kPageSize);
 
+// Told as a variable-size page being read in from storage arrives
+// (BufferManager::fixS with an arrival): bytes [0, upTo) of page are in place, upTo
+// ascending, the last time the whole page. Not yet verified (a checksum failure after
+// makes the fix throw); called on the fixing thread, inside the fix, with the page
+// locked for the read, so it must not take page locks. What it throws fails the fix.
+struct SpanArrival {
+  void (*fn)(void* ctx, const Page* page, size_t upTo);
+  void* ctx;
+};
+
 // Sets the page's id, epoch and checksum (over all spanOf(header) pages) for writing it
 // as page `pid`; clears dirty.
 void sealPage(Page* page, uint64_t pid, uint32_t epoch = 0);
 // True when a page read from storage as `pid` carries its own id, spans `pages` ids
 // (read in whole) and has a good checksum.
 bool pageIsIntact(const Page* page, uint64_t pid, uint64_t pages = 1);
+// The same check for a page that arrived in pieces and was summed as it came:
+// summed is pageChecksumPart's result over bytes [kChecksumOffset, pages * kPageSize).
+bool pageIsIntactSummed(const Page* page, uint64_t pid, uint64_t pages, uint32_t summed);
+// Continues the checksum of a page over its bytes [from, to) (offsets from its start,
+// kChecksumOffset <= from <= to); start with sum 0 at from == kChecksumOffset.
+uint32_t pageChecksumPart(uint32_t sum, const Page* page, size_t from, size_t to);
 
 }  // namespace vmstore::internal

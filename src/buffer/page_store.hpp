@@ -6,6 +6,11 @@
 //   zeros (which fail the checksum) if pid was never written. It is the miss path:
 //   inside a task it may suspend the task while the read is in flight (DataFile::
 //   fetchPage), so it holds no lock across the read that another task could need.
+// - readPage with progress (for pages > 1): on success progress->arrived(upTo) has been
+//   called with ascending upTo, the last time with pages * 4 KiB, each time bytes
+//   [0, upTo) of buf were in place, so the caller can check and use the first bytes of
+//   a large page while the rest is read. A store that cannot tell earlier reports once,
+//   at the end. Not called at all on failure past what arrived before it.
 // - writePages(writes) stores sealed pages; on failure none of them may be assumed
 //   stored, and the caller keeps them dirty.
 // - Both are called concurrently from many threads; writePages calls are serialized by
@@ -27,7 +32,8 @@ namespace vmstore::internal {
 class PageStore {
  public:
   virtual ~PageStore() = default;
-  virtual Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1) = 0;
+  virtual Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1,
+                          const ChunkedReadTarget* progress = nullptr) = 0;
   // Each page is sealed with the checkpoint interval it belongs to (header.epoch).
   virtual Status writePages(std::span<const PageWrite> writes) = 0;
 };
@@ -35,8 +41,11 @@ class PageStore {
 class FileStore : public PageStore {
  public:
   explicit FileStore(DataFile* file) : file_(file) {}
-  Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1) override {
-    return pages == 1 ? file_->fetchPage(pid, buf) : file_->readPages(pid, pages, buf);
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1, const ChunkedReadTarget* progress = nullptr) override {
+    if (pages > 1) return file_->readPages(pid, pages, buf, progress);
+    Status st = file_->fetchPage(pid, buf);
+    if (st.ok() && progress != nullptr) progress->arrived(progress->ctx, kPageSize);
+    return st;
   }
   Status writePages(std::span<const PageWrite> writes) override { return file_->writeBatch(writes); }
 

@@ -151,8 +151,25 @@ Status DataFile::fetchPage(uint64_t pid, void* buf) const {
   return pageRead(pid, buf, r);
 }
 
-Status DataFile::readPages(uint64_t first, size_t n, void* buf) const {
+Status DataFile::readPages(uint64_t first, size_t n, void* buf, const ChunkedReadTarget* progress) const {
   char* out = static_cast<char*>(buf);
+  const size_t bytes = n * kPageSize;
+  size_t whole = 0;  // pages [0, whole) of buf are in place
+  if (progress != nullptr && bytes > kChunkBytes && io().usesKernelOnly()) {
+    size_t prefix = 0;
+    int err = readChunked(fd_, buf, bytes, first * kPageSize, *progress, &prefix);
+    if (err == 0 && prefix == bytes) return Status::OK();
+    if (err != 0 && err != ENOSYS) {
+      return ioStatus("read of pages " + std::to_string(first) + ".." + std::to_string(first + n - 1), err);
+    }
+    whole = prefix / kPageSize;  // a piece read short (or no ring): finished below
+  }
+  Status st = readPagesAt(first + whole, n - whole, out + whole * kPageSize);
+  if (st.ok() && progress != nullptr) progress->arrived(progress->ctx, bytes);
+  return st;
+}
+
+Status DataFile::readPagesAt(uint64_t first, size_t n, char* out) const {
   size_t bytes = n * kPageSize;
   ssize_t r;
   do {

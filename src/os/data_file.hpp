@@ -32,6 +32,7 @@
 #include <string>
 #include <sys/types.h>
 
+#include "os/chunked_read.hpp"
 #include "vmstore/status.hpp"
 
 namespace vmstore::internal {
@@ -70,9 +71,13 @@ class DataFile {
   Status readPage(uint64_t pid, void* buf) const;
   Status fetchPage(uint64_t pid, void* buf) const;
   void setTaskReads(bool on) { taskReads_ = on; }
-  // Reads pages [first, first + n) with one call into buf (n * 4 KiB, aligned); pages
-  // past the end of the file read as zeros.
-  Status readPages(uint64_t first, size_t n, void* buf) const;
+  // Reads pages [first, first + n) into buf (n * 4 KiB, aligned); pages past the end of
+  // the file read as zeros. Without progress, with one call. With progress, on success
+  // progress->arrived(upTo) has been called with ascending upTo, the last time with
+  // n * 4 KiB, each time bytes [0, upTo) of buf were in place: a range of more than
+  // kChunkBytes is read in pieces with several in flight (os/chunked_read.hpp), when
+  // the thread has a ring and io() is the kernel's; else with one call, then one report.
+  Status readPages(uint64_t first, size_t n, void* buf, const ChunkedReadTarget* progress = nullptr) const;
   // Writes pages [pid, pid + pages) from buf.
   Status writePage(uint64_t pid, const void* buf, uint64_t pages = 1) const;
   Status writeBatch(std::span<const PageWrite> writes) const;
@@ -91,6 +96,8 @@ class DataFile {
   // The outcome of reading page pid into buf (r: bytes read, or -errno): a short read
   // leaves zeros in the rest of the page.
   Status pageRead(uint64_t pid, void* buf, ssize_t r) const;
+  // readPages' one-call read (no progress).
+  Status readPagesAt(uint64_t first, size_t n, char* out) const;
   int fd_ = -1;
   bool direct_ = false;
   bool taskReads_ = false;

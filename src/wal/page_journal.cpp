@@ -155,7 +155,7 @@ Status PageJournal::recover(uint32_t epoch, bool* applied, Page* superblock) {
   return Status::OK();
 }
 
-Status PageJournal::readPage(uint64_t pid, Page* buf, uint64_t pages) {
+Status PageJournal::readPage(uint64_t pid, Page* buf, uint64_t pages, const ChunkedReadTarget* progress) {
   // No lock is held across the read (a task may be suspended in it): the slot and the
   // file's generation are taken under the index lock, and a read that overlapped the
   // file's recycling looks again. While the caller holds the page (evicted, locked), no
@@ -184,9 +184,15 @@ Status PageJournal::readPage(uint64_t pid, Page* buf, uint64_t pages) {
         return Status::Corruption("journal frame " + std::to_string(slot) + " of " + f.file.path() +
                                   " does not hold page " + std::to_string(pid));
       }
+      // A frame read may be read again (above), so it reports once, when it stands.
+      if (s.ok() && progress != nullptr) progress->arrived(progress->ctx, pages * kPageSize);
       return s;
     }
-    if (!recycled) return pages == 1 ? data_->fetchPage(pid, buf) : data_->readPages(pid, pages, buf);
+    if (recycled) continue;
+    if (pages > 1) return data_->readPages(pid, pages, buf, progress);
+    Status s = data_->fetchPage(pid, buf);
+    if (s.ok() && progress != nullptr) progress->arrived(progress->ctx, kPageSize);
+    return s;
   }
 }
 

@@ -73,7 +73,7 @@ class PageJournal : public PageStore {
   // take the newest committed checkpoint the journal holds.
   Status recover(uint32_t epoch, bool* applied, Page* superblock);
 
-  Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1) override;
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1, const ChunkedReadTarget* progress = nullptr) override;
   Status writePages(std::span<const PageWrite> writes) override;
 
   // Appends pages that are not in the pool (the free list) as frames.

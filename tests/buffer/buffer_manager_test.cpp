@@ -538,10 +538,11 @@ TEST(BufferManager, EvictionUsesBatchedRelease) {
 // A page store over the data file that can refuse its writes and counts what it sees.
 struct FlakyStore : vmstore::internal::PageStore {
   explicit FlakyStore(vmstore::internal::DataFile* f) : file(f) {}
-  Status readPage(uint64_t pid, Page* buf, uint64_t pages) override {
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages,
+                  const vmstore::internal::ChunkedReadTarget* progress) override {
     reads++;
     if (pid == failReadOf) return Status::IOError("read error (test)");
-    return file->readPages(pid, pages, buf);
+    return file->readPages(pid, pages, buf, progress);
   }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
     if (failWrites) return Status::NoSpace("device full (test)");
@@ -558,7 +559,10 @@ struct FlakyStore : vmstore::internal::PageStore {
 // A page store that remembers, per page, the epoch and counter word of every write.
 struct RecordingStore : vmstore::internal::PageStore {
   explicit RecordingStore(vmstore::internal::DataFile* f) : file(f) {}
-  Status readPage(uint64_t pid, Page* buf, uint64_t pages) override { return file->readPages(pid, pages, buf); }
+  // Reports no progress (a store may not): the buffer manager sums the page at the end.
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages, const vmstore::internal::ChunkedReadTarget*) override {
+    return file->readPages(pid, pages, buf);
+  }
   Status writePages(std::span<const vmstore::internal::PageWrite> w) override {
     std::lock_guard g(mutex);
     for (const auto& x : w) {

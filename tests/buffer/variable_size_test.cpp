@@ -4,8 +4,11 @@
 // run of ids (reused best fit), freed pages still in memory join a span without new
 // frames, the budget holds under a churn of spans and pages, a span larger than half the
 // pool is refused, and a span of a checkpoint snapshot is written before it is freed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -13,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "buffer/buffer_manager.hpp"
@@ -37,10 +41,11 @@ constexpr size_t kHeader = sizeof(vmstore::internal::PageHeader);
 // A page store over the data file that counts reads and remembers the writes.
 struct CountingStore : vmstore::internal::PageStore {
   explicit CountingStore(vmstore::internal::DataFile* f) : file(f) {}
-  Status readPage(uint64_t pid, Page* buf, uint64_t pages) override {
+  Status readPage(uint64_t pid, Page* buf, uint64_t pages,
+                  const vmstore::internal::ChunkedReadTarget* progress) override {
     reads++;
     pagesRead += pages;
-    return file->readPages(pid, pages, buf);
+    return file->readPages(pid, pages, buf, progress);
   }
   Status writePages(std::span<const PageWrite> w) override {
     std::lock_guard g(mutex);
@@ -116,6 +121,105 @@ TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
   EXPECT_EQ(codeOf([&] { bm.fixS(pid); }), Code::kCorruption);
   q = bm.fixS(pid, 20);
   EXPECT_TRUE(hasFill(q, 20, 7)) << "failed reads of the wrong size left it intact";
+  bm.unfixS(pid);
+}
+
+// A span read in from storage in pieces (more than os/chunked_read.hpp's kChunkBytes)
+// with an arrival: its bytes are handed on in order as they come, the last report is the
+// whole span, and the fix returns it checked. A fix of a resident span hands on nothing.
+struct Arrivals {
+  Arrivals(uint64_t pages, uint64_t seed) : pages(pages), seed(seed) {}
+  uint64_t pages;
+  uint64_t seed;
+  std::vector<size_t> upTo;
+  bool bytesRight = true;
+  bool throwFirst = false;
+  vmstore::internal::SpanArrival arrival() {
+    return {[](void* c, const Page* p, size_t to) {
+              auto* a = static_cast<Arrivals*>(c);
+              if (a->throwFirst) throw std::runtime_error("arrival failed (test)");
+              const auto* b = reinterpret_cast<const unsigned char*>(p);
+              size_t from = std::max(a->upTo.empty() ? size_t{0} : a->upTo.back(), kHeader);
+              for (size_t i = from; i < to; i++) a->bytesRight &= b[i] == static_cast<unsigned char>((i * 131 + a->seed) >> 3);
+              a->upTo.push_back(to);
+            },
+            this};
+  }
+};
+
+constexpr uint64_t kLargeSpan = 3 * vmstore::internal::kChunkBytes / kPage + 7;  // 4 pieces
+
+TEST(VariableSizePages, ALargeSpanReadInIsHandedOnInOrderAsItArrives) {
+  BufferEnv env(2 * kLargeSpan + 64);
+  BufferManager& bm = *env.bm;
+  CountingStore store(&env.file);
+  bm.setStore(&store);
+  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
+  const uint64_t pid = p->header.pid;
+  fill(p, kLargeSpan, 3);
+  bm.unfixX(pid);
+  ASSERT_TRUE(evictAll(bm, {pid}));
+
+  Arrivals a{kLargeSpan, 3};
+  const auto arrival = a.arrival();
+  Page* q = bm.fixS(pid, kLargeSpan, &arrival);
+  ASSERT_FALSE(a.upTo.empty());
+  EXPECT_EQ(a.upTo.back(), kLargeSpan * kPage);
+  for (size_t i = 1; i < a.upTo.size(); i++) EXPECT_LT(a.upTo[i - 1], a.upTo[i]);
+  EXPECT_TRUE(a.bytesRight) << "each report's bytes were in place when reported";
+  EXPECT_TRUE(hasFill(q, kLargeSpan, 3));
+  bm.unfixS(pid);
+
+  Arrivals resident{kLargeSpan, 3};
+  const auto again = resident.arrival();
+  q = bm.fixS(pid, kLargeSpan, &again);
+  EXPECT_TRUE(resident.upTo.empty()) << "a resident span is not read, so nothing arrives";
+  bm.unfixS(pid);
+}
+
+TEST(VariableSizePages, ALargeSpanDamagedOnDiskFailsAfterItsBytesWereHandedOn) {
+  BufferEnv env(2 * kLargeSpan + 64);
+  BufferManager& bm = *env.bm;
+  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
+  const uint64_t pid = p->header.pid;
+  fill(p, kLargeSpan, 5);
+  bm.unfixX(pid);
+  ASSERT_TRUE(evictAll(bm, {pid}));
+  // One byte in its last piece changed on disk.
+  const uint64_t at = (pid + kLargeSpan - 2) * kPage + 100;
+  {
+    int fd = ::open(env.dataPath().c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    unsigned char byte = 0;
+    ASSERT_EQ(::pread(fd, &byte, 1, static_cast<off_t>(at)), 1);
+    byte ^= 0x40;
+    ASSERT_EQ(::pwrite(fd, &byte, 1, static_cast<off_t>(at)), 1);
+    ::close(fd);
+  }
+  Arrivals a{kLargeSpan, 5};
+  const auto arrival = a.arrival();
+  EXPECT_EQ(codeOf([&] { bm.fixS(pid, kLargeSpan, &arrival); }), Code::kCorruption);
+  EXPECT_FALSE(a.upTo.empty()) << "bytes were handed on before the checksum failed";
+  EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kEvicted);
+}
+
+TEST(VariableSizePages, AnArrivalThatThrowsFailsTheFixAndLeavesTheSpanEvicted) {
+  BufferEnv env(2 * kLargeSpan + 64);
+  BufferManager& bm = *env.bm;
+  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
+  const uint64_t pid = p->header.pid;
+  fill(p, kLargeSpan, 9);
+  bm.unfixX(pid);
+  ASSERT_TRUE(evictAll(bm, {pid}));
+  const uint64_t resident = bm.residentPages();
+  Arrivals a{kLargeSpan, 9};
+  a.throwFirst = true;
+  const auto arrival = a.arrival();
+  EXPECT_THROW(bm.fixS(pid, kLargeSpan, &arrival), std::runtime_error);
+  EXPECT_EQ(PageState::stateOf(bm.state(pid).load()), PageState::kEvicted);
+  EXPECT_LE(bm.residentPages(), resident) << "its frames were given back";
+  Page* q = bm.fixS(pid, kLargeSpan);
+  EXPECT_TRUE(hasFill(q, kLargeSpan, 9));
   bm.unfixS(pid);
 }
 

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "os/fault_io.hpp"
+#include "os/io.hpp"
 #include "unit_util.hpp"
 
 namespace {
@@ -187,6 +189,49 @@ TEST(DataFile, ReadPastEndGivesZeros) {
     EXPECT_TRUE(isZero(buf.data())) << "page " << pid;
   }
   EXPECT_EQ(f.sizeBytes(), kPage) << "reading never grows the file";
+}
+
+// readPages with progress: a range of several pieces (os/chunked_read.hpp) reads like
+// one call, pages past the end as zeros, and the reports ascend to the whole range; with
+// a fault-injecting backend (no io_uring) the same, reported once at the end.
+void checkReadPagesWithProgress(DataFile& f, uint64_t written, uint64_t n, bool onePiece) {
+  vmsunit::AlignedPages buf(n);
+  std::memset(buf.data(), 0xAB, n * kPage);
+  std::vector<size_t> upTo;
+  const vmstore::internal::ChunkedReadTarget progress{
+      [](void* c, size_t to) { static_cast<std::vector<size_t>*>(c)->push_back(to); }, &upTo};
+  UNIT_ASSERT_OK(f.readPages(0, n, buf.data(), &progress));
+  ASSERT_FALSE(upTo.empty());
+  EXPECT_EQ(upTo.back(), n * kPage);
+  for (size_t i = 1; i < upTo.size(); i++) EXPECT_LT(upTo[i - 1], upTo[i]);
+  if (onePiece) EXPECT_EQ(upTo.size(), 1u);
+  for (uint64_t pid = 0; pid < n; pid++) {
+    const uint8_t* page = buf.data() + pid * kPage;
+    if (pid < written) {
+      ASSERT_TRUE(hasPattern(page, pid)) << "page " << pid;
+    } else {
+      ASSERT_TRUE(isZero(page)) << "page " << pid << " is past the end";
+    }
+  }
+}
+
+TEST(DataFile, ReadPagesWithProgressReadsInPiecesAndZerosPastTheEnd) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  const uint64_t written = 3 * vmstore::internal::kChunkBytes / kPage + 5;
+  vmsunit::AlignedPages page(1);
+  for (uint64_t pid = 0; pid < written; pid++) {
+    fillPattern(page.data(), pid);
+    UNIT_ASSERT_OK(f.writePage(pid, page.data()));
+  }
+  checkReadPagesWithProgress(f, written, written + 600, false);
+  {
+    vmstore::internal::FaultIo faults;
+    vmstore::internal::Io* prev = vmstore::internal::setIo(&faults);
+    checkReadPagesWithProgress(f, written, written + 600, true);
+    vmstore::internal::setIo(prev);
+  }
 }
 
 TEST(DataFile, TruncatedFileReadsDataThenZeros) {
