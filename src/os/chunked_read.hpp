@@ -15,7 +15,9 @@
 //   failed (or ENOSYS when this thread has no ring: no liburing, or io_uring refused);
 //   *prefix is then what arrived before.
 // - Never returns while a read it submitted is still in flight: buf is the caller's
-//   again on return, whatever happened.
+//   again on return, whatever happened. (Unless waiting on the ring itself fails
+//   10,000 times in a row: then it gives up and never uses that ring again, as
+//   DataFile::writeBatch does with its own.)
 // - Bypasses os/io.hpp's Io (like DataFile's batched writes and task reads): callers use
 //   it only when io().usesKernelOnly(), so fault-injecting tests take their own path.
 // - Each thread's ring is made on its first call (kInFlight entries) and kept until the
