@@ -204,7 +204,9 @@ void checkReadPagesWithProgress(DataFile& f, uint64_t written, uint64_t n, bool 
   ASSERT_FALSE(upTo.empty());
   EXPECT_EQ(upTo.back(), n * kPage);
   for (size_t i = 1; i < upTo.size(); i++) EXPECT_LT(upTo[i - 1], upTo[i]);
-  if (onePiece) EXPECT_EQ(upTo.size(), 1u);
+  if (onePiece) {
+    EXPECT_EQ(upTo.size(), 1u);
+  }
   for (uint64_t pid = 0; pid < n; pid++) {
     const uint8_t* page = buf.data() + pid * kPage;
     if (pid < written) {
