@@ -149,16 +149,22 @@ struct Arrivals {
 
 constexpr uint64_t kLargeSpan = 3 * vmstore::internal::kChunkBytes / kPage + 7;  // 4 pieces
 
+// A large span filled with seed's pattern, written and evicted: its id.
+uint64_t evictedLargeSpan(BufferManager& bm, uint64_t seed) {
+  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
+  const uint64_t pid = p->header.pid;
+  fill(p, kLargeSpan, seed);
+  bm.unfixX(pid);
+  EXPECT_TRUE(evictAll(bm, {pid}));
+  return pid;
+}
+
 TEST(VariableSizePages, ALargeSpanReadInIsHandedOnInOrderAsItArrives) {
   BufferEnv env(2 * kLargeSpan + 64);
   BufferManager& bm = *env.bm;
   CountingStore store(&env.file);
   bm.setStore(&store);
-  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
-  const uint64_t pid = p->header.pid;
-  fill(p, kLargeSpan, 3);
-  bm.unfixX(pid);
-  ASSERT_TRUE(evictAll(bm, {pid}));
+  const uint64_t pid = evictedLargeSpan(bm, 3);
 
   Arrivals a{kLargeSpan, 3};
   const auto arrival = a.arrival();
@@ -180,11 +186,7 @@ TEST(VariableSizePages, ALargeSpanReadInIsHandedOnInOrderAsItArrives) {
 TEST(VariableSizePages, ALargeSpanDamagedOnDiskFailsAfterItsBytesWereHandedOn) {
   BufferEnv env(2 * kLargeSpan + 64);
   BufferManager& bm = *env.bm;
-  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
-  const uint64_t pid = p->header.pid;
-  fill(p, kLargeSpan, 5);
-  bm.unfixX(pid);
-  ASSERT_TRUE(evictAll(bm, {pid}));
+  const uint64_t pid = evictedLargeSpan(bm, 5);
   // One byte in its last piece changed on disk.
   const uint64_t at = (pid + kLargeSpan - 2) * kPage + 100;
   {
@@ -206,11 +208,7 @@ TEST(VariableSizePages, ALargeSpanDamagedOnDiskFailsAfterItsBytesWereHandedOn) {
 TEST(VariableSizePages, AnArrivalThatThrowsFailsTheFixAndLeavesTheSpanEvicted) {
   BufferEnv env(2 * kLargeSpan + 64);
   BufferManager& bm = *env.bm;
-  Page* p = bm.allocSpan(PageKind::kValue, kLargeSpan);
-  const uint64_t pid = p->header.pid;
-  fill(p, kLargeSpan, 9);
-  bm.unfixX(pid);
-  ASSERT_TRUE(evictAll(bm, {pid}));
+  const uint64_t pid = evictedLargeSpan(bm, 9);
   const uint64_t resident = bm.residentPages();
   Arrivals a{kLargeSpan, 9};
   a.throwFirst = true;
