@@ -231,7 +231,7 @@ class BasicBTree {
   // (one call when it is resident). fn must only copy: it may see torn bytes of a
   // one-page value (validation follows, and a restart calls it again from at 0), and a
   // value being read in is handed on as it arrives, before its checksum is checked (a
-  // failed check then throws). A value of 0 bytes gets no call.
+  // failed check then throws).
   template <class Fn>
   void withValue(NodeO& leaf, ValueRef ref, Fn&& fn);
   // Descends to key's leaf (*pos: its slot there); false, validated, when key is absent.

@@ -140,7 +140,6 @@ void BasicBTree<BM>::copyValue(NodeO& leaf, unsigned pos, std::string* out) {
     out->assign(reinterpret_cast<const char*>(leaf->payloadPtr(pos)), n);
     return;
   }
-  out->clear();
   withValue(leaf, valueRefAt(leaf.get(), pos), [&](size_t at, const uint8_t* data, size_t n, size_t len) {
     if (at == 0) {
       out->clear();  // again after a restart
@@ -158,7 +157,7 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
     // Optimistic: fn copies what may be torn; the validation below discards it.
     GuardO<ValuePage, BM> value(bm_, ref.pid, leaf);
     bool intact = isValuePage(value.get(), ref.len);
-    if (intact && ref.len > 0) fn(size_t{0}, static_cast<const uint8_t*>(value->data), size_t{ref.len}, size_t{ref.len});
+    if (intact) fn(size_t{0}, static_cast<const uint8_t*>(value->data), size_t{ref.len}, size_t{ref.len});
     value.validate();
     if (!intact) {
       leaf.validate();

@@ -252,7 +252,7 @@ void BufferManager::readInLocked(uint64_t pid, uint64_t pages, const SpanArrival
     } progress{p, arrival, 0, kChecksumOffset, nullptr};
     const ChunkedReadTarget target{[](void* c, size_t upTo) { static_cast<Progress*>(c)->to(upTo); }, &progress};
     st = store_->readPage(pid, p, pages, &target);
-    if (st.ok()) progress.to(pages * kPageSize);  // a store that reported less (its contract says all)
+    if (st.ok()) progress.to(pages * kPageSize);  // what the store did not report
     intact = st.ok() && pageIsIntactSummed(p, pid, pages, progress.sum);
     if (progress.thrown) {
       releaseFrame(pid, pages);

@@ -6,11 +6,11 @@
 //   zeros (which fail the checksum) if pid was never written. It is the miss path:
 //   inside a task it may suspend the task while the read is in flight (DataFile::
 //   fetchPage), so it holds no lock across the read that another task could need.
-// - readPage with progress (for pages > 1): on success progress->arrived(upTo) has been
-//   called with ascending upTo, the last time with pages * 4 KiB, each time bytes
-//   [0, upTo) of buf were in place, so the caller can check and use the first bytes of
-//   a large page while the rest is read. A store that cannot tell earlier reports once,
-//   at the end. Not called at all on failure past what arrived before it.
+// - readPage with progress (the buffer manager passes it for pages > 1): a store may
+//   call progress->arrived(upTo), with ascending upTo, each time bytes [0, upTo) of buf
+//   are in place, so the caller can check and use the first bytes of a large page while
+//   the rest is read. It may also report less, or nothing: when readPage returns OK the
+//   caller takes the whole page as arrived.
 // - writePages(writes) stores sealed pages; on failure none of them may be assumed
 //   stored, and the caller keeps them dirty.
 // - Both are called concurrently from many threads; writePages calls are serialized by
@@ -42,10 +42,7 @@ class FileStore : public PageStore {
  public:
   explicit FileStore(DataFile* file) : file_(file) {}
   Status readPage(uint64_t pid, Page* buf, uint64_t pages = 1, const ChunkedReadTarget* progress = nullptr) override {
-    if (pages > 1) return file_->readPages(pid, pages, buf, progress);
-    Status st = file_->fetchPage(pid, buf);
-    if (st.ok() && progress != nullptr) progress->arrived(progress->ctx, kPageSize);
-    return st;
+    return pages == 1 ? file_->fetchPage(pid, buf) : file_->readPages(pid, pages, buf, progress);
   }
   Status writePages(std::span<const PageWrite> writes) override { return file_->writeBatch(writes); }
 

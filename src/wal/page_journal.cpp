@@ -184,15 +184,11 @@ Status PageJournal::readPage(uint64_t pid, Page* buf, uint64_t pages, const Chun
         return Status::Corruption("journal frame " + std::to_string(slot) + " of " + f.file.path() +
                                   " does not hold page " + std::to_string(pid));
       }
-      // A frame read may be read again (above), so it reports once, when it stands.
-      if (s.ok() && progress != nullptr) progress->arrived(progress->ctx, pages * kPageSize);
+      // A frame may be read again (above): it reports no progress, the caller takes it
+      // whole once this returns.
       return s;
     }
-    if (recycled) continue;
-    if (pages > 1) return data_->readPages(pid, pages, buf, progress);
-    Status s = data_->fetchPage(pid, buf);
-    if (s.ok() && progress != nullptr) progress->arrived(progress->ctx, kPageSize);
-    return s;
+    if (!recycled) return pages == 1 ? data_->fetchPage(pid, buf) : data_->readPages(pid, pages, buf, progress);
   }
 }
 

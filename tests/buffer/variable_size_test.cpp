@@ -128,8 +128,7 @@ TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
 // with an arrival: its bytes are handed on in order as they come, the last report is the
 // whole span, and the fix returns it checked. A fix of a resident span hands on nothing.
 struct Arrivals {
-  Arrivals(uint64_t pages, uint64_t seed) : pages(pages), seed(seed) {}
-  uint64_t pages;
+  explicit Arrivals(uint64_t seed) : seed(seed) {}
   uint64_t seed;
   std::vector<size_t> upTo;
   bool bytesRight = true;
@@ -166,7 +165,7 @@ TEST(VariableSizePages, ALargeSpanReadInIsHandedOnInOrderAsItArrives) {
   bm.setStore(&store);
   const uint64_t pid = evictedLargeSpan(bm, 3);
 
-  Arrivals a{kLargeSpan, 3};
+  Arrivals a{3};
   const auto arrival = a.arrival();
   Page* q = bm.fixS(pid, kLargeSpan, &arrival);
   ASSERT_FALSE(a.upTo.empty());
@@ -176,7 +175,7 @@ TEST(VariableSizePages, ALargeSpanReadInIsHandedOnInOrderAsItArrives) {
   EXPECT_TRUE(hasFill(q, kLargeSpan, 3));
   bm.unfixS(pid);
 
-  Arrivals resident{kLargeSpan, 3};
+  Arrivals resident{3};
   const auto again = resident.arrival();
   q = bm.fixS(pid, kLargeSpan, &again);
   EXPECT_TRUE(resident.upTo.empty()) << "a resident span is not read, so nothing arrives";
@@ -198,7 +197,7 @@ TEST(VariableSizePages, ALargeSpanDamagedOnDiskFailsAfterItsBytesWereHandedOn) {
     ASSERT_EQ(::pwrite(fd, &byte, 1, static_cast<off_t>(at)), 1);
     ::close(fd);
   }
-  Arrivals a{kLargeSpan, 5};
+  Arrivals a{5};
   const auto arrival = a.arrival();
   EXPECT_EQ(codeOf([&] { bm.fixS(pid, kLargeSpan, &arrival); }), Code::kCorruption);
   EXPECT_FALSE(a.upTo.empty()) << "bytes were handed on before the checksum failed";
@@ -210,7 +209,7 @@ TEST(VariableSizePages, AnArrivalThatThrowsFailsTheFixAndLeavesTheSpanEvicted) {
   BufferManager& bm = *env.bm;
   const uint64_t pid = evictedLargeSpan(bm, 9);
   const uint64_t resident = bm.residentPages();
-  Arrivals a{kLargeSpan, 9};
+  Arrivals a{9};
   a.throwFirst = true;
   const auto arrival = a.arrival();
   EXPECT_THROW(bm.fixS(pid, kLargeSpan, &arrival), std::runtime_error);
