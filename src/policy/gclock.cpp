@@ -2,8 +2,10 @@
 // GCLOCK-V1 "FixFull" variant it evaluated): a usage count per page instead of a bit. A
 // page read in starts at F = 25, each hit adds R = 5 (capped at 255), a candidate kept
 // because it was in use gets R too, and the hand subtracts S = 1 from each page it passes,
-// offering pages it finds at 0. Frequency and recency both count; the price is a longer
-// sweep per victim. A hit is one relaxed load and store of the page's count (no lock).
+// offering pages it finds at 0. When a turn finds too few, the next takes the least count
+// left at once, so a call sweeps a bounded number of turns. Frequency and recency both
+// count; the price is a longer sweep per victim. A hit is one relaxed load and store of
+// the page's count (no lock).
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -20,6 +22,9 @@ namespace {
 constexpr uint8_t kFetch = 25;  // F
 constexpr uint8_t kRef = 5;     // R
 constexpr uint8_t kMax = 255;
+// Turns of the hand per victims() call: one of single steps, one that brings the least
+// count to 0, one that offers those pages, and one more for a batch not yet full.
+constexpr int kTurns = 4;
 
 class GclockPolicy final : public Policy {
  public:
@@ -52,19 +57,30 @@ class GclockPolicy final : public Policy {
   size_t victims(size_t n, uint64_t* out) override {
     std::lock_guard g(mu_);
     size_t found = 0;
-    // Each pass takes at least 1 from every count, so kMax + 1 turns find every page.
-    for (uint64_t steps = 0, limit = (kMax + 1ull) * ring_.size() + 1; found < n && steps < limit && !ring_.empty();
-         steps++) {
-      if (hand_ >= ring_.size()) hand_ = 0;
-      uint64_t pid = ring_[hand_++];
-      if (pid == kEmpty || offered_[pid]) continue;
-      uint8_t c = count_[pid].load(std::memory_order_relaxed);
-      if (c > 0) {
-        count_[pid].store(static_cast<uint8_t>(c - 1), std::memory_order_relaxed);
-        continue;
+    // The hand's first turn takes S = 1 from each count it passes. A turn that finds too
+    // few victims is followed by one that takes the smallest count left, all at once: the
+    // pages with the least count reach 0 together, as that many turns of single steps
+    // would bring them there, but a call costs at most kTurns turns of the ring under the
+    // lock, not up to kMax + 1 of them (with hot pages, one call held the lock for
+    // hundreds of turns, and every miss's admit waited behind it).
+    uint64_t take = 1;
+    for (int turn = 0; turn < kTurns && found < n && !ring_.empty(); turn++) {
+      unsigned least = kMax;
+      for (uint64_t steps = 0, len = ring_.size(); steps < len && found < n; steps++) {
+        if (hand_ >= ring_.size()) hand_ = 0;
+        uint64_t pid = ring_[hand_++];
+        if (pid == kEmpty || offered_[pid]) continue;
+        unsigned c = count_[pid].load(std::memory_order_relaxed);
+        if (c == 0) {
+          offered_[pid] = 1;
+          out[found++] = pid;
+          continue;
+        }
+        c = c > take ? c - static_cast<unsigned>(take) : 0;
+        count_[pid].store(static_cast<uint8_t>(c), std::memory_order_relaxed);
+        least = std::min(least, c);
       }
-      offered_[pid] = 1;
-      out[found++] = pid;
+      take = std::max(1u, least);
     }
     return found;
   }

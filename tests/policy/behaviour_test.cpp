@@ -218,6 +218,75 @@ TEST(PolicyBehaviour, GclockKeepsFrequentlyHitPages) {
   EXPECT_TRUE(c.resident(1) && c.resident(2));
 }
 
+// GCLOCK as its definition gives it: one step of the hand at a time, S = 1, the ring's
+// slots reused last-freed first as the policy reuses them.
+class ReferenceGclock {
+ public:
+  void admit(uint64_t pid) {
+    if (!free_.empty()) {
+      ring_[free_.back()] = pid;
+      slot_[pid] = free_.back();
+      free_.pop_back();
+    } else {
+      slot_[pid] = ring_.size();
+      ring_.push_back(pid);
+    }
+    count_[pid] = 25;
+  }
+  void hit(uint64_t pid) { count_[pid] = std::min(255, count_[pid] + 5); }
+  uint64_t victim() {
+    for (;;) {
+      if (hand_ >= ring_.size()) hand_ = 0;
+      uint64_t pid = ring_[hand_++];
+      if (pid == 0) continue;
+      if (count_[pid] == 0) {
+        ring_[slot_[pid]] = 0;
+        free_.push_back(slot_[pid]);
+        return pid;
+      }
+      count_[pid]--;
+    }
+  }
+
+ private:
+  std::vector<uint64_t> ring_, free_;
+  std::map<uint64_t, uint64_t> slot_;
+  std::map<uint64_t, int> count_;
+  uint64_t hand_ = 0;
+};
+
+TEST(PolicyBehaviour, GclockChoosesTheVictimsOfSingleSteps) {
+  // Hot pages climb to the cap, so the reference's hand turns the ring up to 256 times
+  // per victim; the policy takes the least count at once and must choose the same.
+  const uint64_t pool = 50;
+  Cache c("gclock", pool);
+  ReferenceGclock ref;
+  std::set<uint64_t> resident;
+  std::mt19937_64 rng(7);
+  uint64_t victims = 0;
+  for (int i = 0; i < 20000; i++) {
+    uint64_t pid = 1 + (rng() % 10 < 9 ? rng() % 40 : 40 + rng() % 400);
+    if (resident.count(pid)) {
+      ref.hit(pid);
+    } else {
+      if (resident.size() >= pool) {
+        uint64_t expected = ref.victim();
+        resident.erase(expected);
+        victims++;
+        c.access(pid);
+        ASSERT_EQ(c.lastVictim, expected) << "access " << i;
+        ref.admit(pid);
+        resident.insert(pid);
+        continue;
+      }
+      ref.admit(pid);
+      resident.insert(pid);
+    }
+    c.access(pid);
+  }
+  EXPECT_GT(victims, 1000u);
+}
+
 TEST(PolicyBehaviour, ClockGivesASecondChance) {
   Cache c("clock", 3);
   c.access(1), c.access(2), c.access(3);
