@@ -65,6 +65,7 @@ int cmdStats(int argc, char** argv) {
   line("restarts", st.restarts);
   line("release_calls", st.release_calls);
   line("read_ahead_pages", st.read_ahead_pages);
+  line("huge_page_bytes", st.huge_page_bytes);
   line("victim_ns", st.victim_ns);
   line("victims_kept", st.victims_kept);
   line("policy_bytes", st.policy_bytes);

@@ -17,6 +17,11 @@ struct Stats {
   uint64_t restarts = 0;       // optimistic operations that failed validation and retried
   uint64_t release_calls = 0;  // system calls that removed pages from the page table
   uint64_t read_ahead_pages = 0;  // of the misses, pages scans read ahead of need
+  // Bytes of large values' pages (2 MiB and more) populated with transparent huge pages
+  // as they were read in or written: one page fault per 2 MiB instead of 512 (a kernel
+  // short of free huge pages may use small ones for some). 0 where the kernel has THP
+  // off ("never") or with memory tiers.
+  uint64_t huge_page_bytes = 0;
   // Replacement (config policy, resident_set): time spent choosing eviction candidates
   // (the clock's sweep or the policy's choice), candidates that were in use and stayed,
   // and the memory the policy's and the resident set's structures take now.

@@ -797,6 +797,7 @@ class DbCore {
     d["restarts"] = s.restarts;
     d["release_calls"] = s.release_calls;
     d["read_ahead_pages"] = s.read_ahead_pages;
+    d["huge_page_bytes"] = s.huge_page_bytes;
     d["victim_ns"] = s.victim_ns;
     d["victims_kept"] = s.victims_kept;
     d["policy_bytes"] = s.policy_bytes;

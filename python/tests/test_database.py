@@ -75,6 +75,7 @@ def test_sync_and_stats(db):
         "restarts",
         "release_calls",
         "read_ahead_pages",
+        "huge_page_bytes",
         "victim_ns",
         "victims_kept",
         "policy_bytes",

@@ -222,6 +222,7 @@ void BufferManager::readInLocked(uint64_t pid, uint64_t pages, const SpanArrival
     throw;
   }
   Page* p = pageAt(pid);
+  if (pages > 1) backLarge(pid, pages);
   Status st;
   bool intact;
   if (pages == 1) {
@@ -895,6 +896,7 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages, size_t keepFrom, s
     freeSpace_.pushRun(pid, pages);
     throw;
   }
+  if (wasResident.empty()) backLarge(pid, pages);
   // Released frames read as zeros; a freed page's frame may hold its old content:
   // zeroed, but for what the caller writes at once.
   for (uint64_t r : wasResident) {
@@ -916,6 +918,14 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages, size_t keepFrom, s
   setSpan(&p->header, pages);
   markDirty(pid, p);
   return p;
+}
+
+void BufferManager::backLarge(uint64_t pid, uint64_t pages) {
+  // One fault per 2 MiB instead of 512 (a 64 MiB value read from storage spent about
+  // a third of its time in the kernel's 4 KiB faults). Not with tiers: their frames are
+  // placed page by page on each tier's node.
+  if (tiers_) return;
+  counters_.add(Counter::kHugePageBytes, pages_.populateHuge({pid, pages}));
 }
 
 void BufferManager::freeSpan(uint64_t pid, uint64_t pages) {
@@ -998,6 +1008,7 @@ void BufferManager::fillStats(Stats* s) const {
   s->restarts = counters_.sum(Counter::kRestarts);
   s->release_calls = counters_.sum(Counter::kReleaseCalls);
   s->read_ahead_pages = counters_.sum(Counter::kReadAheadPages);
+  s->huge_page_bytes = counters_.sum(Counter::kHugePageBytes);
   s->victim_ns = counters_.sum(Counter::kVictimNanos);
   s->victims_kept = counters_.sum(Counter::kVictimsKept);
   s->policy_bytes = policy_ ? policy_->memoryBytes() : 0;

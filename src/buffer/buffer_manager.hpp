@@ -360,6 +360,9 @@ class BufferManager {
   }
   // pid became resident (the resident set, the policy, the listener) / left it.
   void residentAdd(uint64_t pid);
+  // A large variable-size page about to be filled (read in or allocated, its frames
+  // reserved, none in memory): backed by huge pages where it can (VmArea::populateHuge).
+  void backLarge(uint64_t pid, uint64_t pages);
   void residentDrop(uint64_t pid, uint64_t frames);
   // Step (1) of an eviction: candidates by clock (of one tier: tier >= 0) or by the policy.
   void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier = -1);

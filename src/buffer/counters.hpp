@@ -21,6 +21,7 @@ namespace vmstore::internal {
 
 // kProviderEvictions: the part of kEvictions the page provider did (the rest was inline).
 // kReadAheadPages: the part of kMisses read ahead of need (BufferManager::readAhead).
+// kHugePageBytes: bytes of large variable-size pages backed by huge pages when filled.
 // kVictimNanos: time spent choosing eviction candidates (clock sweep or the policy's
 // victims()); kVictimsKept: candidates that could not be evicted (in use).
 enum class Counter : int {
@@ -32,6 +33,7 @@ enum class Counter : int {
   kReleaseCalls,
   kProviderEvictions,
   kReadAheadPages,
+  kHugePageBytes,
   kVictimNanos,
   kVictimsKept,
   kCount

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -50,6 +52,39 @@ VmArea::VmArea(uint64_t pages, size_t guardBytes) : pages_(pages) {
 
 void VmArea::adviseHugePages() {
   if (base_ != nullptr) ::madvise(base_, mappedBytes_, MADV_HUGEPAGE);
+}
+
+namespace {
+
+// True unless the kernel has transparent huge pages off ("[never]") or lacks them.
+bool hugePagesAvailable() {
+  static const bool available = [] {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string line;
+    return std::getline(f, line) && line.find("[never]") == std::string::npos;
+  }();
+  return available;
+}
+
+}  // namespace
+
+size_t VmArea::populateHuge(PageRun run) {
+  constexpr uintptr_t kHuge = 2u << 20;
+  if (!hugePagesAvailable()) return 0;  // populating 4 KiB pages ahead saves nothing
+  const auto from = reinterpret_cast<uintptr_t>(pageAddress(run.pid));
+  const uintptr_t to = from + run.pages * kPageSize;
+  const uintptr_t a = (from + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t b = to & ~(kHuge - 1);
+  if (b <= a) return 0;
+  void* start = reinterpret_cast<void*>(a);
+  const size_t len = b - a;
+  // The range takes huge pages only while it is populated; the flag goes back at once,
+  // so that the area's mapping merges into one again and no later fault elsewhere (nor
+  // khugepaged) makes huge pages the 4 KiB evictions would have to split.
+  if (::madvise(start, len, MADV_HUGEPAGE) != 0) return 0;
+  const bool populated = ::madvise(start, len, MADV_POPULATE_WRITE) == 0;
+  ::madvise(start, len, MADV_NOHUGEPAGE);
+  return populated ? len : 0;
 }
 
 VmArea::~VmArea() {

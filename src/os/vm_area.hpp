@@ -44,6 +44,15 @@ class VmArea {
   // The same for runs of pages (variable-size pages among them).
   size_t release(std::span<const PageRun> runs);
   bool batchedRelease() const { return pidfd_ >= 0; }
+  // Backs the whole 2 MiB-aligned stretches inside a run of pages (a large variable-size
+  // page about to be filled) with transparent huge pages now, zeroed: one fault per
+  // 2 MiB instead of one per 4 KiB page when the run is then written. Best effort:
+  // nothing happens where THP is off, the run is shorter than an aligned 2 MiB, or the
+  // kernel refuses (the pages then fault in one by one as before). The rest of the area
+  // stays without huge pages. The run's pages must not be in use (nothing there yet).
+  // Returns the bytes populated with huge pages asked for (0 if none); a kernel out of
+  // free huge pages may still have used small ones for some.
+  size_t populateHuge(PageRun run);
   // Asks the kernel to back the area with transparent huge pages where it can (best
   // effort: ignored where THP is off). For dense metadata such as the page states.
   void adviseHugePages();

@@ -361,4 +361,40 @@ TEST(LargeValues, AcknowledgedLargeWritesSurviveACrash) {
   VMS_ASSERT_OK(db->close());
 }
 
+TEST(LargeValues, LargeValuesAreFilledOnHugePagesWhereTheKernelHasThem) {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  const bool on = std::getline(thp, mode) && mode.find("[never]") == std::string::npos;
+  const std::string config = "pool_size=32M,durability=none";
+  const size_t big = 9 << 20;  // at least three whole aligned 2 MiB stretches
+  std::string dir = freshDir();
+  auto db = openDb(dir, config);
+  ASSERT_TRUE(db);
+  Tree* t;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  EXPECT_EQ(db->stats().huge_page_bytes, 0u);
+  VMS_ASSERT_OK(t->put("k", makeValue(5, big)));
+  VMS_ASSERT_OK(t->put("small", makeValue(6, 100 << 10)));
+  const uint64_t written = db->stats().huge_page_bytes;
+  if (on) {
+    EXPECT_GE(written, 6u << 20) << "the new value's page was not filled on huge pages";
+  } else {
+    EXPECT_EQ(written, 0u);
+  }
+  VMS_ASSERT_OK(db->close());
+  db = openDb(dir, config);
+  ASSERT_TRUE(db);
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  std::string got;
+  VMS_ASSERT_OK(t->get("k", &got));
+  EXPECT_TRUE(got.size() == big && isValue(got, 5));
+  VMS_ASSERT_OK(t->get("small", &got));
+  EXPECT_TRUE(got.size() == (100 << 10) && isValue(got, 6));
+  if (on) {
+    EXPECT_GE(db->stats().huge_page_bytes, 6u << 20) << "the value read in was not on huge pages";
+  }
+  expectCheckOk(db.get());
+  VMS_ASSERT_OK(db->close());
+}
+
 }  // namespace

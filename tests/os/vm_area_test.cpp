@@ -1,6 +1,7 @@
 // Unit tests of os/vm_area.hpp: one anonymous area, zero pages before use, release() of
 // single pages, scattered batches and adjacent runs, the number of system calls it takes,
-// and that released memory really leaves the page table (mincore).
+// and that released memory really leaves the page table (mincore); populateHuge of a
+// large run.
 #include "os/vm_area.hpp"
 
 #include <gtest/gtest.h>
@@ -10,9 +11,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "unit_util.hpp"
@@ -228,3 +231,68 @@ TEST(VmArea, ResidentMemoryDropsAfterRelease) {
 }
 
 }  // namespace
+
+namespace {
+
+bool hugePagesOn() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  return std::getline(f, line) && line.find("[never]") == std::string::npos;
+}
+
+// kB of AnonHugePages in the mappings of this process that hold addr (smaps).
+uint64_t anonHugeKbAt(const void* addr) {
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  uint64_t kb = 0;
+  const auto at = reinterpret_cast<uintptr_t>(addr);
+  while (std::getline(f, line)) {
+    unsigned long lo, hi;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find('-')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      kb += std::stoull(line.substr(14));
+    }
+  }
+  return kb;
+}
+
+}  // namespace
+
+TEST(VmArea, PopulateHugeBacksTheAlignedInsideOfALargeRun) {
+  const uint64_t pages = 4096;  // 16 MiB
+  VmArea a(pages, 0);
+  constexpr uintptr_t kHuge = 2u << 20;
+  const vmstore::internal::PageRun run{3, 1500};  // about 5.9 MiB, unaligned both ends
+  const auto from = reinterpret_cast<uintptr_t>(a.pageAddress(run.pid));
+  const uintptr_t lo = (from + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t hi = (from + run.pages * kPage) & ~(kHuge - 1);
+  ASSERT_GE(hi - lo, kHuge);
+
+  EXPECT_EQ(a.populateHuge({run.pid, 100}), 0u) << "a run under 2 MiB gets nothing";
+  size_t got = a.populateHuge(run);
+  if (!hugePagesOn()) {
+    EXPECT_EQ(got, 0u) << "THP is off: nothing populated";
+    GTEST_SKIP() << "transparent huge pages are off on this kernel";
+  }
+  EXPECT_EQ(got, hi - lo);
+  const uint64_t firstIn = (lo - reinterpret_cast<uintptr_t>(a.base())) / kPage;
+  const uint64_t endIn = (hi - reinterpret_cast<uintptr_t>(a.base())) / kPage;
+  // (Page 0 is left out: the area's construction reads it, mapping the zero page.)
+  for (uint64_t pid = 1; pid < pages; pid++) {
+    const bool inside = pid >= firstIn && pid < endIn;
+    ASSERT_EQ(resident(a, pid), inside) << "page " << pid;
+    ASSERT_TRUE(pageIsZero(a, pid)) << "page " << pid;
+  }
+  EXPECT_GE(anonHugeKbAt(a.pageAddress(firstIn)), 2048u) << "no huge page backs the run";
+  // Written like any memory, then released whole like a variable-size page.
+  for (uint64_t pid = run.pid; pid < run.pid + run.pages; pid++) stamp(a, pid);
+  for (uint64_t pid = run.pid; pid < run.pid + run.pages; pid++) ASSERT_TRUE(hasStamp(a, pid)) << pid;
+  a.release(std::vector<vmstore::internal::PageRun>{run});
+  for (uint64_t pid = run.pid; pid < run.pid + run.pages; pid++) ASSERT_FALSE(resident(a, pid)) << "page " << pid;
+  for (uint64_t pid = 1; pid < pages; pid++) {
+    ASSERT_TRUE(pageIsZero(a, pid)) << "page " << pid;
+  }
+  EXPECT_EQ(anonHugeKbAt(a.pageAddress(firstIn)), 0u);
+}
