@@ -523,6 +523,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
 void BufferManager::evictBatch(bool byProvider, int tier) {
   // With tiers, pages leave memory from the slowest tier (unless told another).
   if (tiers_ && tier < 0) tier = static_cast<int>(tiers_->last());
+  if (!evicted_.load(std::memory_order_relaxed)) evicted_.store(true, std::memory_order_relaxed);
   std::vector<uint64_t> clean;
   std::vector<uint64_t> dirty;
   std::vector<uint64_t> unoffered;  // clean candidates the policy did not offer
@@ -923,8 +924,12 @@ Page* BufferManager::allocSpan(PageKind kind, uint64_t pages, size_t keepFrom, s
 void BufferManager::backLarge(uint64_t pid, uint64_t pages) {
   // One fault per 2 MiB instead of 512 (a 64 MiB value read from storage spent about
   // a third of its time in the kernel's 4 KiB faults). Not with tiers: their frames are
-  // placed page by page on each tier's node.
-  if (tiers_) return;
+  // placed page by page on each tier's node. Only once the pool has been full, so that
+  // eviction releases memory as spans take it: the kernel then hands out blocks it
+  // freed just before, where a pool still growing takes new memory, which in a VM may
+  // have no host memory behind it yet and makes huge pages 5x slower than small ones
+  // (huge_backoff.hpp; in-memory loads of 64 MiB values ran 4x slower).
+  if (tiers_ || !evicted_.load(std::memory_order_relaxed)) return;
   counters_.add(Counter::kHugePageBytes, pages_.populateHuge({pid, pages}));
 }
 

@@ -426,6 +426,7 @@ class BufferManager {
   AccessListener* listener_ = nullptr;
   bool hitHook_ = false;                 // policy_ tracks hits, or listener_ is set
   alignas(64) std::mutex evictMutex_;
+  std::atomic<bool> evicted_{false};  // the pool has been full: eviction frees frames
   FreeSpace freeSpace_;
   Counters counters_;
   FileStore fileStore_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <system_error>
@@ -75,16 +76,22 @@ size_t VmArea::populateHuge(PageRun run) {
   const uintptr_t to = from + run.pages * kPageSize;
   const uintptr_t a = (from + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t b = to & ~(kHuge - 1);
-  if (b <= a) return 0;
+  if (b <= a || !backoff_.tryNow()) return 0;
   void* start = reinterpret_cast<void*>(a);
   const size_t len = b - a;
+  const auto began = std::chrono::steady_clock::now();
   // The range takes huge pages only while it is populated; the flag goes back at once,
   // so that the area's mapping merges into one again and no later fault elsewhere (nor
   // khugepaged) makes huge pages the 4 KiB evictions would have to split.
   if (::madvise(start, len, MADV_HUGEPAGE) != 0) return 0;
   const bool populated = ::madvise(start, len, MADV_POPULATE_WRITE) == 0;
   ::madvise(start, len, MADV_NOHUGEPAGE);
-  return populated ? len : 0;
+  if (!populated) return 0;
+  backoff_.report(
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began).count()),
+      len);
+  return len;
 }
 
 VmArea::~VmArea() {

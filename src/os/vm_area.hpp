@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <span>
 
+#include "os/huge_backoff.hpp"
+
 namespace vmstore::internal {
 
 // Pages [pid, pid + pages): one variable-size page, or a run of pages.
@@ -50,8 +52,10 @@ class VmArea {
   // nothing happens where THP is off, the run is shorter than an aligned 2 MiB, or the
   // kernel refuses (the pages then fault in one by one as before). The rest of the area
   // stays without huge pages. The run's pages must not be in use (nothing there yet).
-  // Returns the bytes populated with huge pages asked for (0 if none); a kernel out of
-  // free huge pages may still have used small ones for some.
+  // Where populating proves slower than the faults it saves (a VM's unbacked memory),
+  // it is skipped for a while (HugeBackoff, huge_backoff.hpp). Returns the bytes
+  // populated with huge pages asked for (0 if none); a kernel out of free huge pages
+  // may still have used small ones for some.
   size_t populateHuge(PageRun run);
   // Asks the kernel to back the area with transparent huge pages where it can (best
   // effort: ignored where THP is off). For dense metadata such as the page states.
@@ -62,6 +66,7 @@ class VmArea {
   size_t mappedBytes_ = 0;
   uint64_t pages_ = 0;
   int pidfd_ = -1;  // pidfd of this process when process_madvise works, else -1
+  HugeBackoff backoff_;
 };
 
 }  // namespace vmstore::internal

@@ -296,3 +296,27 @@ TEST(VmArea, PopulateHugeBacksTheAlignedInsideOfALargeRun) {
   }
   EXPECT_EQ(anonHugeKbAt(a.pageAddress(firstIn)), 0u);
 }
+
+TEST(HugeBackoff, SlowPopulatesSkipLongerEachTimeAndAFastOneResets) {
+  using vmstore::internal::HugeBackoff;
+  HugeBackoff b;
+  const uint64_t mib4 = 4u << 20;
+  const uint64_t slow = 4 * HugeBackoff::kSlowNsPerMiB + 1;
+  const uint64_t fast = 4 * HugeBackoff::kSlowNsPerMiB;
+  EXPECT_TRUE(b.tryNow());
+  b.report(fast, mib4);
+  EXPECT_TRUE(b.tryNow()) << "a fast populate skips nothing";
+  // Each slow one in a row skips twice as many calls as the one before.
+  uint32_t expected = HugeBackoff::kFirstSkip;
+  for (int round = 0; round < 10; round++) {
+    b.report(slow, mib4);
+    for (uint32_t i = 0; i < expected; i++) ASSERT_FALSE(b.tryNow()) << "round " << round << ", call " << i;
+    ASSERT_TRUE(b.tryNow()) << "round " << round;
+    expected = std::min(HugeBackoff::kMaxSkip, expected * 2);
+  }
+  EXPECT_EQ(expected, HugeBackoff::kMaxSkip);
+  b.report(fast, mib4);
+  b.report(slow, mib4);
+  for (uint32_t i = 0; i < HugeBackoff::kFirstSkip; i++) ASSERT_FALSE(b.tryNow());
+  EXPECT_TRUE(b.tryNow()) << "a fast populate set the skip back to the first";
+}
