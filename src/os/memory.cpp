@@ -82,4 +82,13 @@ std::optional<uint64_t> tlbShootdowns() {
   return std::nullopt;
 }
 
+bool transparentHugePagesOn() {
+  static const bool on = [] {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string line;
+    return std::getline(f, line) && line.find("[never]") == std::string::npos;
+  }();
+  return on;
+}
+
 }  // namespace vmstore::internal

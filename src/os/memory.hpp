@@ -8,6 +8,8 @@
 // - tlbShootdowns(): TLB shootdown interrupts received by all CPUs of this machine since
 //   boot (the "TLB:" row of /proc/interrupts, every process's), or nothing where the row
 //   is missing (other architectures, a restricted /proc).
+// - transparentHugePagesOn(): false where the kernel has transparent huge pages off
+//   ("[never]" in /sys/kernel/mm/transparent_hugepage/enabled) or lacks them. Read once.
 #pragma once
 
 #include <cstdint>
@@ -26,5 +28,7 @@ struct ProcCgroupLine {
 bool parseProcCgroupLine(const std::string& line, ProcCgroupLine* out);
 
 std::optional<uint64_t> tlbShootdowns();
+
+bool transparentHugePagesOn();
 
 }  // namespace vmstore::internal

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <fstream>
-#include <string>
 #include <system_error>
 #include <vector>
+
+#include "os/memory.hpp"
 
 namespace vmstore::internal {
 
@@ -55,23 +55,9 @@ void VmArea::adviseHugePages() {
   if (base_ != nullptr) ::madvise(base_, mappedBytes_, MADV_HUGEPAGE);
 }
 
-namespace {
-
-// True unless the kernel has transparent huge pages off ("[never]") or lacks them.
-bool hugePagesAvailable() {
-  static const bool available = [] {
-    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-    std::string line;
-    return std::getline(f, line) && line.find("[never]") == std::string::npos;
-  }();
-  return available;
-}
-
-}  // namespace
-
 size_t VmArea::populateHuge(PageRun run) {
   constexpr uintptr_t kHuge = 2u << 20;
-  if (!hugePagesAvailable()) return 0;  // populating 4 KiB pages ahead saves nothing
+  if (!transparentHugePagesOn()) return 0;  // populating 4 KiB pages ahead saves nothing
   const auto from = reinterpret_cast<uintptr_t>(pageAddress(run.pid));
   const uintptr_t to = from + run.pages * kPageSize;
   const uintptr_t a = (from + kHuge - 1) & ~(kHuge - 1);

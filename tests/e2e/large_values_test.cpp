@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "os/memory.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -362,9 +363,7 @@ TEST(LargeValues, AcknowledgedLargeWritesSurviveACrash) {
 }
 
 TEST(LargeValues, LargeValuesAreFilledOnHugePagesWhereTheKernelHasThem) {
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode;
-  const bool on = std::getline(thp, mode) && mode.find("[never]") == std::string::npos;
+  const bool on = vmstore::internal::transparentHugePagesOn();
   // Only once the pool has been full (buffer_manager.cpp, backLarge): 32 MiB of 16 KiB values
   // through a 20 MiB pool first, and read again after the reopen. Each open's first
   // populate is always tried (huge_backoff.hpp).

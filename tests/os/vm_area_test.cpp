@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "os/memory.hpp"
 #include "unit_util.hpp"
 
 namespace {
@@ -234,12 +235,6 @@ TEST(VmArea, ResidentMemoryDropsAfterRelease) {
 
 namespace {
 
-bool hugePagesOn() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(f, line) && line.find("[never]") == std::string::npos;
-}
-
 // kB of AnonHugePages in the mappings of this process that hold addr (smaps).
 uint64_t anonHugeKbAt(const void* addr) {
   std::ifstream f("/proc/self/smaps");
@@ -272,7 +267,7 @@ TEST(VmArea, PopulateHugeBacksTheAlignedInsideOfALargeRun) {
 
   EXPECT_EQ(a.populateHuge({run.pid, 100}), 0u) << "a run under 2 MiB gets nothing";
   size_t got = a.populateHuge(run);
-  if (!hugePagesOn()) {
+  if (!vmstore::internal::transparentHugePagesOn()) {
     EXPECT_EQ(got, 0u) << "THP is off: nothing populated";
     GTEST_SKIP() << "transparent huge pages are off on this kernel";
   }
