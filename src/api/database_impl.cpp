@@ -429,7 +429,7 @@ Status DatabaseImpl::checkpoint() {
 }
 
 Status DatabaseImpl::cutLocked() {
-  auto gate = task::lock(writeGate_);
+  std::unique_lock gate(writeGate_);  // task-aware itself (writer_gate.hpp)
   if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
   return guarded([&] {
     Snapshot snap;
@@ -622,7 +622,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
     if (st.isNotFound()) {
       if (!create) return st;
       LogOp op{LogOpKind::kCreateTree, name, {}, {}};
-      st = writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, KeyLock{}, &DatabaseImpl::writable, [&] {
+      st = writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{}, &DatabaseImpl::writable, [&] {
         root = BTree::create(*bm_);
         try {
           catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
@@ -648,7 +648,7 @@ Status DatabaseImpl::dropTree(std::string_view name) {
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none
   // is logged after the drop. A drop only frees pages: allowed on a full device.
-  return writeUnder<std::unique_lock<std::shared_mutex>>({&op, 1}, KeyLock{}, &DatabaseImpl::notPoisoned, [&] {
+  return writeUnder<std::unique_lock<WriterGate>>({&op, 1}, KeyLock{}, &DatabaseImpl::notPoisoned, [&] {
     uint64_t root;
     Status st = catalogLookup(name, &root);
     if (!st.ok()) return st;
@@ -721,7 +721,7 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   auto cg = task::lock(checkpointMutex_);
-  auto gate = task::lock(writeGate_);
+  std::unique_lock gate(writeGate_);  // task-aware itself (writer_gate.hpp)
   return guarded([&] {
     std::vector<uint64_t> used;
     catalog_->verify(problems, &used);
@@ -777,7 +777,8 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
   if (st.ok()) st = validateValue(value);
   if (!st.ok()) return st;
   LogOp op{LogOpKind::kPut, t->name, key, value};
-  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, KeyLock{t, key}, &DatabaseImpl::writable, [&] {
+  const uint32_t slot = KeyLocks::slotOf(t, key);
+  return writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{{&slot, 1}}, &DatabaseImpl::writable, [&] {
     t->btree.put(asBytes(key), asBytes(value));
     return Status::OK();
   });
@@ -794,7 +795,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
   bool unlogged = false;
   for (;;) {
     Lock gate(writeGate_, std::defer_lock);
-    task::acquire(gate);
+    gate.lock();  // task-aware itself (writer_gate.hpp)
     size_t size = 0;
     if (logging() && recordSize(ops, lateValueBytes) > unloggedRecordBytes()) {
       unlogged = true;  // too large for the log: a checkpoint makes it durable below
@@ -814,10 +815,8 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
       if (!st.ok()) return st;
     }
     markChanged();
-    std::unique_lock<std::mutex> key;
-    if (keyLock.tree != nullptr) {  // also unlogged: update() relies on it
-      key = task::lock(keyLocks_.of(keyLock.tree, keyLock.key));
-    }
+    std::optional<KeyLocks::Held> keys;  // also unlogged: update() relies on them
+    if (!keyLock.slots.empty()) keys.emplace(keyLocks_, keyLock.slots);
     st = guarded(change);
     if (size != 0) {
       if (st.ok()) {
@@ -908,11 +907,12 @@ Status DatabaseImpl::putReserve(TreeImpl* t, std::string_view key, size_t len,
   // Its own page, filled in place under the writer gate (so no checkpoint sees the page
   // allocated but unreferenced), held while the log record copies it, then linked.
   LogOp op{LogOpKind::kPut, t->name, key, {}};
+  const uint32_t slot = KeyLocks::slotOf(t, key);
   Status filled;
   uint64_t held = kNoPage;  // the value's page, held shared until the record is appended
   std::exception_ptr thrown;
-  st = writeUnder<std::shared_lock<std::shared_mutex>>(
-      {&op, 1}, KeyLock{t, key}, &DatabaseImpl::writable,
+  st = writeUnder<std::shared_lock<WriterGate>>(
+      {&op, 1}, KeyLock{{&slot, 1}}, &DatabaseImpl::writable,
       [&] {
         uint64_t pid = t->btree.allocValue(len, [&](uint8_t* data) {
           try {
@@ -1000,7 +1000,8 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
   LogOp op{LogOpKind::kDelete, t->name, key, {}};
-  return writeUnder<std::shared_lock<std::shared_mutex>>({&op, 1}, KeyLock{t, key}, &DatabaseImpl::writable, [&] {
+  const uint32_t slot = KeyLocks::slotOf(t, key);
+  return writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{{&slot, 1}}, &DatabaseImpl::writable, [&] {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
   });
@@ -1018,8 +1019,8 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
   bool unlogged = false;  // a put too large for the log (see writeUnder)
   Status st;
   for (;;) {
-    std::shared_lock<std::shared_mutex> gate(writeGate_, std::defer_lock);
-    task::acquire(gate);
+    std::shared_lock<WriterGate> gate(writeGate_, std::defer_lock);
+    gate.lock();  // task-aware itself (writer_gate.hpp)
     // Every writer of the key holds this lock: the value read below stays the current
     // one until the change is written.
     auto keyLock = task::lock(keyLocks_.of(t, key));
@@ -1147,8 +1148,14 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
 }
 
 Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees, uint64_t* commit) {
-  // Exclusive: no other writer interleaves (so the undo below restores exactly what the
-  // batch changed), and no checkpoint falls inside the batch.
+  // The locks of all its keys: no other write of those keys interleaves (so the undo
+  // below restores exactly what the batch changed, and the records of each key are in
+  // the order applied); the writer gate shared: no checkpoint's cut falls inside it.
+  // Writers of other keys, and other batches, go on beside it.
+  std::vector<uint32_t> slots(batch.count());
+  for (size_t i = 0; i < batch.count(); i++) slots[i] = KeyLocks::slotOf(trees[i], batch.ops()[i].key);
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
   std::vector<LogOp> ops;  // the batch's log record
   if (logging()) {
     ops.reserve(batch.count());
@@ -1158,7 +1165,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
     }
   }
   std::string patches;  // the patches of the batch's same-size puts, end to end
-  return writeUnder<std::unique_lock<std::shared_mutex>>(ops, KeyLock{}, &DatabaseImpl::writable, [&] {
+  return writeUnder<std::shared_lock<WriterGate>>(ops, KeyLock{slots}, &DatabaseImpl::writable, [&] {
     struct Undo {
       TreeImpl* tree;
       const std::string* key;

@@ -20,14 +20,15 @@
 //   With durability sync it then waits, outside every lock, for the log flush that
 //   covers its record (group commit).
 // - Every put, delete and update holds its key's lock across its change (and log
-//   append), in every durability mode; an update holds it across its read, the caller's
-//   function and its write, so no write of the key falls in between (batches, which hold
-//   writeGate_ exclusively, cannot either). An update reserves its log space once its
-//   function has decided, for exactly the record it logs (the resulting put or delete).
-// - Writers (put, delete, tree create) hold writeGate_ shared; batches, tree drops,
-//   check() and a checkpoint's cut hold it exclusive, so the cut falls between whole
-//   writes, and no record of a tree's keys can land after the record of its drop.
-//   Readers never touch it.
+//   append), in every durability mode, and a batch the locks of all its keys (taken in
+//   ascending order); an update holds it across its read, the caller's function and its
+//   write, so no write of the key falls in between (a batch's cannot either). An update
+//   reserves its log space once its function has decided, for exactly the record it
+//   logs (the resulting put or delete).
+// - Writers (put, delete, update, batch, tree create) hold writeGate_ (a WriterGate:
+//   shared costs no shared cache line) shared; tree drops, check() and a checkpoint's
+//   cut hold it exclusive, so the cut falls between whole writes, and no record of a
+//   tree's keys can land after the record of its drop. Readers never touch it.
 // - Checkpoints (sync, close, the background checkpointer, a writer that finds the log
 //   full) never stop writers beyond the cut: the cut (under writeGate_, exclusive)
 //   takes the free list, moves the buffer manager, the journal and the log to the next
@@ -54,7 +55,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +66,7 @@
 #include "os/memory.hpp"
 #include "sync/call_gate.hpp"
 #include "sync/key_locks.hpp"
+#include "sync/writer_gate.hpp"
 #include "trace/trace_recorder.hpp"
 #include "vmstore/database.hpp"
 #include "wal/op_log.hpp"
@@ -154,16 +155,17 @@ class DatabaseImpl {
     if (!changed_.load(std::memory_order_relaxed)) changed_.store(true, std::memory_order_release);
   }
   // A change (put, delete, batch) under the call gate, the writability check, the writer
-  // gate held as Lock (shared, or exclusive for a batch), exceptions turned into a
+  // gate held as Lock (shared, or exclusive for a tree drop), exceptions turned into a
   // Status, and an auto-checkpoint after it.
   //
   // `allowed` says whether the write may go on (writable(), or notPoisoned() for a drop,
   // which only frees pages). With the log on, ops are the change's log record, appended
-  // after the change applied, while the lock of keyLock's key (if any) is held; a change
+  // after the change applied, while the locks of keyLock's keys (if any) are held; a change
   // that returns anything but OK is not logged.
-  struct KeyLock {  // a put's or delete's key (none: {})
-    const TreeImpl* tree = nullptr;
-    std::string_view key;
+  // The key locks a write holds (KeyLocks slot numbers, ascending and distinct): a
+  // put's or delete's key, every key of a batch; none: {}.
+  struct KeyLock {
+    std::span<const uint32_t> slots;
   };
   // lateValueBytes: the change itself sets the value of ops[0] (filled in place), of
   // that many bytes; the record is sized for it.
@@ -219,7 +221,7 @@ class DatabaseImpl {
   std::unique_ptr<BTree> catalog_;
   Superblock sb_;  // of the last committed checkpoint (under checkpointMutex_ after open)
   std::atomic<uint64_t> checkpoints_{0};  // sb_.checkpoints, for stats()
-  std::shared_mutex writeGate_;
+  WriterGate writeGate_;
   std::mutex treesMutex_;
   std::map<std::string, std::unique_ptr<TreeImpl>, std::less<>> trees_;
   std::vector<std::unique_ptr<TreeImpl>> droppedTrees_;

@@ -1,0 +1,67 @@
+// WriterGate: a readers-writer lock whose shared side touches only the calling thread's
+// own cache line, for a lock that every write takes shared and almost nothing takes
+// exclusively (the database's writer gate: puts, deletes and batches shared; a tree
+// drop, check() and a checkpoint's cut exclusive).
+//
+// Contract
+// - Meets the standard SharedMutex requirements (lock, try_lock, unlock, lock_shared,
+//   try_lock_shared, unlock_shared), so std::shared_lock / std::unique_lock and
+//   task::acquire (task/cooperative.hpp) work with it. Not recursive: a thread that holds
+//   it shared must not take it exclusively (that waits for itself).
+// - Shared: one locked add on a per-thread slot and one load of a flag that changes only
+//   when an exclusive holder comes or goes; no cache line is written by two threads.
+//   Many threads hold it shared at once.
+// - Exclusive: one holder at a time. A would-be holder first raises the flag (new shared
+//   holders then wait), then waits until every slot is empty, so a stream of shared
+//   holders cannot starve it. try_lock() fails at once unless the gate is free; lock()
+//   waits: outside a task on a futex (std::atomic::wait) for the flag and by yielding
+//   while shared holders finish; inside a task (task/scheduler.hpp) by letting the
+//   thread's other tasks run, since a shared holder may be one of them. So lock() and
+//   lock_shared() are task-aware themselves: call them rather than task::acquire, whose
+//   try_lock loop would give up the flag between tries and could be starved.
+// - Shared waiters wait the same way (a futex outside a task, the thread's other tasks
+//   inside one). The exclusive side reads every slot (64 lines): it is for rare callers.
+// - unlock_shared() may run on another thread than lock_shared() did (the slot's count
+//   then goes negative on one and stays positive on the other; only the sum counts).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace vmstore::internal {
+
+class WriterGate {
+ public:
+  WriterGate() = default;
+  WriterGate(const WriterGate&) = delete;
+  WriterGate& operator=(const WriterGate&) = delete;
+
+  void lock_shared();
+  bool try_lock_shared();
+  void unlock_shared();
+
+  void lock();
+  bool try_lock();
+  void unlock();
+
+ private:
+  static constexpr int kSlots = 64;
+  struct alignas(64) Slot {
+    std::atomic<int64_t> n{0};
+  };
+  std::atomic<int64_t>& mySlot();
+  bool sharedHeld() const;  // the sum of the slots is not 0
+  // Raises the flag if it is down (true), else leaves it (false).
+  bool raise() {
+    uint32_t down = 0;
+    return exclusive_.compare_exchange_strong(down, 1, std::memory_order_seq_cst);
+  }
+
+  Slot slots_[kSlots];
+  // 1 while an exclusive holder holds or waits for the gate; on a line of its own, read
+  // by every shared acquire and written only by exclusive ones.
+  alignas(64) std::atomic<uint32_t> exclusive_{0};
+  char pad_[64 - sizeof(std::atomic<uint32_t>)];
+};
+
+}  // namespace vmstore::internal
