@@ -24,14 +24,15 @@ skipped. Writes into RESULTS_DIR/plots/:
   policies-WORKLOAD.png throughput and hit rate against pool size, one line per policy
                         (OPT dashed), and hit rate against throughput (the thesis's
                         Figures 1.29 and 1.30 side by side)
-Missing or unreadable files are skipped with a message. If matplotlib is missing, the
-script installs it (apt-get install python3-matplotlib as root when this is Debian's
-python3, else python3 -m pip install --user matplotlib) and says so on stderr.
+Missing or unreadable files are skipped with a message. Needs matplotlib, which it does
+not install: without it, it says so in one line on stderr (Debian: apt-get install
+python3-matplotlib; else python3 -m pip install matplotlib), writes no plots and exits 1
+(`vmstore bench suite` then reports the plots as skipped; its tables and CSV files are
+written before the script runs).
 """
 
 import csv
 import os
-import subprocess
 import sys
 
 
@@ -39,48 +40,16 @@ def log(msg):
     print("plot.py: " + msg, file=sys.stderr)
 
 
-def ensure_matplotlib():
+def have_matplotlib():
+    """Whether matplotlib can be imported; if not, says on stderr how to get it. This
+    script never installs anything."""
     try:
         import matplotlib  # noqa: F401
         return True
     except ImportError:
-        pass
-    attempts = []
-    # Debian's package only serves Debian's own python3 (not a pyenv or venv one).
-    system_python = os.path.realpath(sys.executable).startswith("/usr/bin/")
-    if system_python and hasattr(os, "geteuid") and os.geteuid() == 0:
-        attempts.append(["apt-get", "install", "-y", "-qq", "python3-matplotlib"])
-        attempts.append(["sh", "-c", "apt-get update -qq && apt-get install -y -qq python3-matplotlib"])
-    attempts.append([sys.executable, "-m", "pip", "install", "-q", "--user", "matplotlib"])
-    attempts.append([sys.executable, "-m", "pip", "install", "-q", "--user",
-                     "--break-system-packages", "matplotlib"])
-    for cmd in attempts:
-        log("matplotlib is missing; installing it: " + " ".join(cmd))
-        try:
-            r = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr,
-                               env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
-        except OSError as e:
-            log("  could not run it: %s" % e)
-            continue
-        if r.returncode != 0:
-            continue
-        import importlib
-        import site
-        importlib.invalidate_caches()
-        try:
-            user_site = site.getusersitepackages()
-            if user_site not in sys.path:
-                sys.path.append(user_site)
-        except Exception:
-            pass
-        try:
-            import matplotlib  # noqa: F401,F811
-            log("matplotlib installed")
-            return True
-        except ImportError:
-            continue
-    log("could not install matplotlib; no plots")
-    return False
+        log("matplotlib is not installed: no plots (the CSV files are unchanged); to get it: "
+            "apt-get install python3-matplotlib (Debian) or python3 -m pip install matplotlib")
+        return False
 
 
 def to_float(s):
@@ -387,7 +356,7 @@ def main(argv):
     if not runs and not summary and not micro:
         log("no benchmark CSV files in %s; nothing to plot" % resdir)
         return 0
-    if not ensure_matplotlib():
+    if not have_matplotlib():
         return 1
     import matplotlib
     matplotlib.use("Agg")
