@@ -66,7 +66,10 @@ enum {
 };
 
 #define VMS_MAX_KEY_SIZE 1024
-#define VMS_MAX_VALUE_SIZE ((size_t)1 << 30) /* 1 GiB; one value may take at most half of pool_size */
+#define VMS_MAX_VALUE_SIZE ((size_t)1 << 30) /* 1 GiB; and the value plus its 40-byte page
+                                               header, rounded up to whole 4 KiB pages, may
+                                               take at most half of the pool's pages (else
+                                               VMS_ENOMEM): in an 8M pool, 4 MiB - 40 bytes */
 
 const char* vms_strerror(int rc);
 /* Detail message of the last failed call on this thread ("" if none). */
@@ -98,6 +101,28 @@ const char* vms_last_error(void);
  *                    full, so reads rarely evict inline (default true)
  *   read_ahead=N     scans and iterators that go on from leaf to leaf read up to N
  *                    leaves ahead of them together (0..256 pages, default 32; 0: off)
+ *   policy=NAME      the page-replacement policy: clock, fifo, lru, lru2, 2q, slru, arc,
+ *                    random, gclock, lfuda, leanstore, s3fifo or sieve (default s3fifo;
+ *                    with tiers clock, and any other is VMS_EINVAL); docs/POLICIES.md
+ *   resident_set=hash|bitmap  how the pool records which pages are in memory: a hash
+ *                    table sized by the pool, or one bit per page of the data file
+ *                    (default hash)
+ *   trace=FILE       record every page access of this open (after recovery, until
+ *                    close) into FILE, created or truncated: the page-reference string
+ *                    `vmstore sim` replays (default: none). Costs a call per access and
+ *                    about 2 bytes per access on disk; a file that cannot be created
+ *                    fails the open, one that cannot be written fails vms_close
+ *   tiers=NODE:SIZE+NODE:SIZE...  memory tiers, fastest first (up to 4, each at least
+ *                    1M), e.g. tiers=0:4G+1:16G: pages are read in to the first tier,
+ *                    move one tier down when it is full and back up when used often,
+ *                    and leave memory only from the last; each size is a hard budget
+ *                    and the pool is their sum (giving pool_size too is VMS_EINVAL; a
+ *                    node without memory here is VMS_EINVAL). Default: none, one pool
+ *                    of pool_size
+ *   migrate_batch=N  with tiers: pages moved per move_pages call (1..4096, default 64)
+ *   migrate=move_pages|mbind  with tiers: move pages in batches of migrate_batch with
+ *                    move_pages, or page by page with mbind, the baseline (default
+ *                    move_pages)
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
  * superblock, an existing but empty file): VMS_ECORRUPT. The address space for
