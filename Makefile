@@ -190,8 +190,15 @@ demo: build
 	$(call require_cli)
 	$(RELEASE_DIR)/vmstore demo
 
+# Neither libvmstore.so.0 nor the programs linked against it carry an rpath: as root with
+# PREFIX /usr or /usr/local, ldconfig then refreshes the loader's cache so that they find
+# the library; for another PREFIX, see README ("Build it against an installed vmstore").
 install: build
 	cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
+	@if [[ $${EUID} -eq 0 && ( "$(PREFIX)" == /usr || "$(PREFIX)" == /usr/local ) ]]; then \
+	  if command -v ldconfig >/dev/null 2>&1; then echo "== ldconfig"; ldconfig; \
+	  else echo "make install: ldconfig is not in PATH: run it (as root) so that programs find libvmstore.so.0" >&2; fi; \
+	fi
 
 clean:
 	rm -rf $(BUILD_ROOT)
