@@ -72,7 +72,8 @@ enum {
                                                VMS_ENOMEM): in an 8M pool, 4 MiB - 40 bytes */
 
 const char* vms_strerror(int rc);
-/* Detail message of the last failed call on this thread ("" if none). */
+/* Detail message of the last failed call on this thread ("" if none). VMS_NOTFOUND is
+ * not a failure: it leaves the message as it was. */
 const char* vms_last_error(void);
 
 /* config: NULL or "key=value,key=value". Keys:

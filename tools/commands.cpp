@@ -1,4 +1,7 @@
 // The data commands: put, get, del and scan.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -37,6 +40,28 @@ std::string keyArg(const Args& args, const std::string& text, std::string_view w
   return key;
 }
 
+// The bytes of a file ("-": standard input), refused past kMaxValueSize.
+std::string readValueFile(const std::string& path) {
+  FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw Failure(kExitFailure, "--value-file=" + path + ": " + std::strerror(errno));
+  std::string value;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    value.append(buf, n);
+    if (value.size() > kMaxValueSize) {
+      if (f != stdin) std::fclose(f);
+      throw UsageError("--value-file=" + path + " holds more than the maximum value of " +
+                       std::to_string(kMaxValueSize) + " bytes");
+    }
+  }
+  bool failed = std::ferror(f) != 0;
+  int err = errno;
+  if (f != stdin) std::fclose(f);
+  if (failed) throw Failure(kExitFailure, "--value-file=" + path + ": " + std::strerror(err));
+  return value;
+}
+
 // What a key or value looks like in output and messages.
 std::string shown(const Args& args, std::string_view bytes) {
   return args.has("hex") ? toHex(bytes) : std::string(bytes);
@@ -45,11 +70,16 @@ std::string shown(const Args& args, std::string_view bytes) {
 }  // namespace
 
 int cmdPut(int argc, char** argv) {
-  Args args(argc, argv, 2, dataOptions({}));
-  args.requirePositionals(3, 3);
+  Args args(argc, argv, 2, dataOptions({{"value-file", true}}));
+  const bool fromFile = args.has("value-file");
+  // VALUE on the command line, or --value-file=PATH instead (a value of any size; an
+  // argument is limited to 128 KiB by the kernel).
+  args.requirePositionals(fromFile ? 2 : 3, fromFile ? 2 : 3);
   const std::string& dir = args.positional(0);
   std::string key = keyArg(args, args.positional(1));
-  std::string value = args.has("hex") ? fromHex(args.positional(2), "VALUE") : args.positional(2);
+  std::string value = fromFile ? readValueFile(args.str("value-file", ""))
+                      : args.has("hex") ? fromHex(args.positional(2), "VALUE")
+                                        : args.positional(2);
   if (value.size() > kMaxValueSize) {
     throw UsageError("VALUE is " + std::to_string(value.size()) + " bytes; the maximum is " +
                      std::to_string(kMaxValueSize));
@@ -64,8 +94,10 @@ int cmdPut(int argc, char** argv) {
 }
 
 int cmdGet(int argc, char** argv) {
-  Args args(argc, argv, 2, dataOptions({}));
+  Args args(argc, argv, 2, dataOptions({{"out", true}}));
   args.requirePositionals(2, 2);
+  const std::string out = args.str("out", "");
+  if (args.has("out") && out.empty()) throw UsageError("--out needs a file name");
   std::string key = keyArg(args, args.positional(1));
   std::string tree_name = treeName(args);
 
@@ -75,8 +107,16 @@ int cmdGet(int argc, char** argv) {
   Status s = tree->get(key, &value);
   if (s.isNotFound()) throw Failure(kExitFailure, "not found: " + shown(args, key));
   check(s, "get");
-  writeOut(shown(args, value));
-  writeOut("\n");
+  if (!out.empty()) {  // the value's bytes exactly: no newline, never hex
+    FILE* f = std::fopen(out.c_str(), "wb");
+    if (f == nullptr) throw Failure(kExitFailure, "--out=" + out + ": " + std::strerror(errno));
+    bool ok = std::fwrite(value.data(), 1, value.size(), f) == value.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) throw Failure(kExitFailure, "--out=" + out + ": cannot write the value");
+  } else {
+    writeOut(shown(args, value));
+    writeOut("\n");
+  }
   closeDatabase(db);
   return kExitOk;
 }

@@ -120,7 +120,14 @@ void writeOut(std::string_view bytes) {
 // ---- databases -----------------------------------------------------------------------
 
 void check(const Status& s, std::string_view what) {
-  if (!s.ok()) throw Failure(kExitFailure, std::string(what) + ": " + s.toString());
+  if (s.ok()) return;
+  std::string text = std::string(what) + ": " + s.toString();
+  // A value larger than half the pool: the engine names the pool_size it needs, which
+  // the commands take as --pool.
+  if (s.code() == Status::Code::kNoMemory && s.message().find("pool_size of at least") != std::string::npos) {
+    text += " (the command's --pool=SIZE)";
+  }
+  throw Failure(kExitFailure, text);
 }
 
 std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_size,
@@ -148,13 +155,13 @@ std::unique_ptr<Database> openDatabase(const std::string& dir, uint64_t pool_siz
     case Status::Code::kCorruption:
       throw Failure(corrupt_exit, "cannot open " + dir + ": " + s.toString());
     default:
-      if (!create && s.code() == Status::Code::kInvalidArgument) {
-        // The engine's message names the directory already ("no vmstore database in ...").
-        throw Failure(kExitFailure, s.message().find(dir) != std::string::npos
-                                        ? s.message()
-                                        : "no vmstore database in " + dir + " (" +
-                                              s.toString() + ")");
+      if (!create && s.code() == Status::Code::kInvalidArgument &&
+          s.message().rfind("no vmstore database in ", 0) == 0) {
+        // The engine adds "(and create=false)", an option the commands do not have.
+        throw Failure(kExitFailure, "no vmstore database in " + dir);
       }
+      // Anything else (a bad --config for this database, a pool too large, a busy
+      // directory) is not "no database": say what it is.
       throw Failure(kExitFailure, "cannot open " + dir + ": " + s.toString());
   }
 }

@@ -8,14 +8,6 @@ namespace vmstore::cli {
 
 namespace {
 
-uint64_t countKeys(Tree& tree) {
-  Iterator it = tree.newIterator();
-  uint64_t n = 0;
-  for (it.seekToFirst(); it.valid(); it.next()) ++n;
-  check(it.status(), "counting keys of tree " + treeLabel(tree.name()));
-  return n;
-}
-
 void line(const char* name, uint64_t value) {
   std::printf("%s: %llu\n", name, static_cast<unsigned long long>(value));
 }
@@ -29,6 +21,16 @@ void line(const char* name, const std::string& value) {
 int cmdStats(int argc, char** argv) {
   Args args(argc, argv, 2, {{"pool", true}, {"config", true}});
   args.requirePositionals(1, 1);
+  if (args.has("pool")) {  // the pool comes from one place only
+    for (const std::string& item : splitList(args.str("config", ""))) {
+      std::string key = item.substr(0, item.find('='));
+      key.erase(0, key.find_first_not_of(" \t"));
+      key.erase(key.find_last_not_of(" \t") + 1);
+      if (key == "pool_size" || key == "tiers") {
+        throw UsageError("--pool and --config's " + key + " both set the pool: give one of them");
+      }
+    }
+  }
   auto db = openDatabase(args.positional(0), args.size("pool", kDefaultCommandPool, 1ull << 20),
                          /*create=*/false, kExitFailure, Durability::kSync, args.str("config", ""));
   std::vector<std::string> names;
@@ -37,10 +39,10 @@ int cmdStats(int argc, char** argv) {
   for (const std::string& name : names) {
     Tree* tree = openTree(*db, name, /*create=*/false);
     std::string label = "tree " + treeLabel(name);
-    const uint64_t keys = countKeys(*tree);
+    TreeShape shape;  // one walk of the tree counts its keys too
+    check(tree->shape(&shape), "shape of tree " + treeLabel(name));
+    const uint64_t keys = shape.keys;
     line(label.c_str(), std::to_string(keys) + (keys == 1 ? " key" : " keys"));
-    TreeShape shape;
-    check(tree->shape(&shape), "tree shape");
     auto percent = [](double f) { return std::to_string(static_cast<int>(f * 100 + 0.5)) + "%"; };
     std::string text = "height " + std::to_string(shape.height) + ", " + std::to_string(shape.leaf_pages) +
                        " leaf pages (" + percent(shape.leaf_fill) + " full), " + std::to_string(shape.inner_pages) +

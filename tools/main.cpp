@@ -19,26 +19,27 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"put", "put DIR KEY VALUE [--tree=NAME] [--hex] [--pool=SIZE]",
+    {"put", "put DIR KEY (VALUE | --value-file=PATH|-) [--tree=NAME] [--hex] [--pool=SIZE]",
      "store VALUE under KEY (creates the database if missing)", vmstore::cli::cmdPut},
-    {"get", "get DIR KEY [--tree=NAME] [--hex]", "print the value of KEY (exit 1 if absent)",
+    {"get", "get DIR KEY [--tree=NAME] [--hex] [--out=FILE] [--pool=SIZE]", "print the value of KEY (exit 1 if absent)",
      vmstore::cli::cmdGet},
-    {"del", "del DIR KEY [--tree=NAME] [--hex]", "delete KEY (exit 1 if absent)",
+    {"del", "del DIR KEY [--tree=NAME] [--hex] [--pool=SIZE]", "delete KEY (exit 1 if absent)",
      vmstore::cli::cmdDel},
-    {"scan", "scan DIR [--tree=NAME] [--start=KEY] [--limit=N] [--reverse] [--hex]",
+    {"scan", "scan DIR [--tree=NAME] [--start=KEY] [--limit=N] [--reverse] [--hex] [--pool=SIZE]",
      "print key<TAB>value lines in key order", vmstore::cli::cmdScan},
     {"stats", "stats DIR [--pool=SIZE] [--config=KEY=VALUE,...]", "print trees, key counts, pages, file size, counters",
      vmstore::cli::cmdStats},
     {"check", "check DIR [--pool=SIZE]",
      "verify the whole database (exit 3 and list problems if damaged)", vmstore::cli::cmdCheck},
     {"demo", "demo [--dir=DIR] [--pool=SIZE] [--data=N] [--threads=N]",
-     "load ~10x the pool, read it all back, verify (default ./vmstore-demo, 64M)",
+     "load ~10x the pool, read it all back, verify (default ./vmstore-demo, 16M)",
      vmstore::cli::cmdDemo},
 #ifdef VMSTORE_WITH_BENCH
     {"bench",
      "bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE] [--seconds=S] "
      "[--dir=DIR] [--csv=FILE] [--check] [--distribution=zipfian|uniform] "
-     "[--durability=sync|async|none]\n"
+     "[--durability=sync|async|none] [--warmup=S] [--trace=FILE] [--vmstore-config=KEY=VALUE,...] "
+     "(more: 'bench --help')\n"
      "  vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...] "
      "[--durability=sync|async|none]\n"
      "  vmstore bench values [--value-sizes=S,...] [--cases=mem,oom] [--churn | --zero-copy]\n"

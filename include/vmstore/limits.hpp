@@ -11,7 +11,7 @@ inline constexpr size_t kMaxKeySize = 1024;
 // Values are 0 .. kMaxValueSize bytes (1 GiB). Values that do not fit beside their key
 // in a B+tree leaf are stored in a page of their own, a variable-size page of as many
 // 4 KiB pages as they need, contiguous in memory; one value may take at most half of the
-// buffer pool (larger: NoMemory, "raise pool_size").
+// buffer pool (larger: NoMemory, "open with a pool_size of at least ...").
 inline constexpr size_t kMaxValueSize = size_t{1} << 30;
 // Tree names are 0 .. kMaxTreeNameSize bytes; "" is the default tree.
 inline constexpr size_t kMaxTreeNameSize = 255;

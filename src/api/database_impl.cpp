@@ -112,7 +112,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   uint64_t memory = usableMemoryBytes();
   if (memory != 0 && poolPages * kPageSize > memory) {
     return Status::NoMemory(std::string(tierSpecs.empty() ? "pool_size" : "the tiers' sizes together") + " of " +
-                            sizeText(poolPages * kPageSize) + " exceed the " + sizeText(memory) +
+                            sizeText(poolPages * kPageSize) + (tierSpecs.empty() ? " exceeds the " : " exceed the ") + sizeText(memory) +
                             " of memory this process may use");
   }
 

@@ -66,8 +66,9 @@ namespace {
 
 // "0:4G+1:16G": NODE:SIZE items joined by '+', fastest tier first.
 Status parseTiers(std::string_view value, std::vector<MemoryTier>* out) {
+  const std::string_view whole = value;  // `value` is consumed below
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("config tiers='" + std::string(value) + "': " + why +
+    return Status::InvalidArgument("config tiers='" + std::string(whole) + "': " + why +
                                    " (expected NODE:SIZE+NODE:SIZE..., fastest first, e.g. tiers=0:4G+1:16G)");
   };
   std::vector<MemoryTier> tiers;

@@ -182,7 +182,9 @@ class BasicBTree {
   bool isDropped();
 
   // Walks the tree (shared locks): appends problems found and the ids of all pages it
-  // uses (nodes and value pages) to the vectors; fills *shape if given.
+  // uses (nodes and value pages) to the vectors; fills *shape if given. Throws (a
+  // StorageError, NoMemory) instead when the pool cannot hold a page it must read, such
+  // as a value larger than half the pool: that is no problem of the tree.
   void verify(std::vector<std::string>* problems, std::vector<uint64_t>* pages, TreeShape* shape = nullptr);
   // Number of keys (a full walk of the leaves).
   uint64_t countKeys();

@@ -327,8 +327,10 @@ void BufferManager::reserveFrames(uint64_t n, bool forRead) {
 
 void BufferManager::checkSpan(uint64_t pages) const {
   if (pages <= maxSpanPages()) return;
+  const uint64_t needMiB = (2 * pages * kPageSize + (1u << 20) - 1) >> 20;
   throw StorageError(Status::NoMemory("a page of " + std::to_string(pages) + " x 4 KiB does not fit: one object may take at most half of the buffer pool (" +
-                                      std::to_string(maxSpanPages()) + " pages); raise pool_size"));
+                                      std::to_string(maxSpanPages()) + " pages); open with a pool_size of at least " +
+                                      std::to_string(needMiB) + "M"));
 }
 
 void BufferManager::markTails(uint64_t pid, uint64_t pages, bool on) {

@@ -209,6 +209,49 @@ TEST_F(CliTest, PoolOptionAndSharedData) {
   VMS_ASSERT_OK(db->close());
 }
 
+TEST_F(CliTest, LargeValuesThroughFilesAndAPoolTooSmallForThem) {
+  // A value over the kernel's 128 KiB argument limit goes in with --value-file and comes
+  // out byte for byte with --out (no newline added).
+  std::string bytes(3 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); i++) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  fs::path in = fs::path(freshDir("in")).concat(".bin");
+  fs::path out = fs::path(freshDir("out")).concat(".bin");
+  writeFile(in, bytes);
+  Result r = cli({"put", dir_, "big", "--value-file=" + in.string(), "--pool=8M"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  r = cli({"get", dir_, "big", "--out=" + out.string(), "--pool=8M"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_TRUE(r.out.empty()) << describe(r);
+  EXPECT_TRUE(readFile(out) == bytes) << "the value read back differs";
+  // With a pool under twice the value, every command says which pool it needs and
+  // which option gives it; check does not call the database damaged.
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"get", dir_, "big", "--pool=4M"},
+                                       std::vector<std::string>{"check", dir_, "--pool=4M"},
+                                       std::vector<std::string>{"stats", dir_, "--pool=4M"}}) {
+    r = cli(cmd);
+    EXPECT_EQ(r.code, 1) << "not a damaged database, a pool too small: " << describe(r);
+    EXPECT_NE(r.err.find("open with a pool_size of at least 7M (the command's --pool=SIZE)"), std::string::npos)
+        << describe(r);
+  }
+  r = cli({"check", dir_, "--pool=8M"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  r = cli({"stats", dir_, "--pool=8M"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("tree (default): 1 key\n"), std::string::npos) << describe(r);
+  // Bad input: a file that does not exist, VALUE and --value-file together, --pool
+  // beside a pool from --config.
+  r = cli({"put", dir_, "k", "--value-file=" + dir_ + "/no-such-file"});
+  EXPECT_EQ(r.code, 1) << describe(r);
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << describe(r);
+  EXPECT_EQ(cli({"put", dir_, "k", "v", "--value-file=" + in.string()}).code, 2);
+  r = cli({"stats", dir_, "--pool=8M", "--config=pool_size=16M"});
+  EXPECT_EQ(r.code, 2) << describe(r);
+  EXPECT_NE(r.err.find("give one of them"), std::string::npos) << describe(r);
+  std::error_code ec;
+  fs::remove(in, ec);
+  fs::remove(out, ec);
+}
+
 TEST_F(CliTest, ReadingAMissingDatabaseCreatesNothing) {
   Result r = cli({"get", dir_, "k"});
   EXPECT_NE(r.code, 0) << describe(r);

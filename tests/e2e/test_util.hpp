@@ -161,6 +161,13 @@ inline std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Creates or replaces a file holding exactly `bytes`.
+inline void writeFile(const fs::path& p, std::string_view bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << "cannot write " << p;
+}
+
 // Overwrites bytes of a file in place.
 inline void patchFile(const fs::path& p, uint64_t offset, std::string_view bytes) {
   std::fstream f(p, std::ios::binary | std::ios::in | std::ios::out);
