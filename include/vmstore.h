@@ -215,7 +215,9 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
  *   could wait for the view forever. Reads that copy (vms_get, iterators) are fine;
  *   another view or scan (vms_scan, vms_read) of the same tree is not: while a writer
  *   waits for the first view, new views of that leaf wait for the writer, which waits
- *   for the first view. Never write into *value. vms_close
+ *   for the first view. Writes to other trees are fine, but not vms_sync, vms_tree_drop
+ *   or vms_check from the holding thread: they wait for every writer in flight, and one
+ *   may be waiting for the view. Never write into *value. vms_close
  *   waits until every view of the database is released. A view may be released from
  *   any thread. VMS_NOTFOUND (nothing held, *view NULL) when the key is absent.
  * - vms_read calls fn(ctx, value, vlen) once with the value in place, held shared for
@@ -223,7 +225,8 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
  *   is. VMS_NOTFOUND (fn not called) when absent.
  * - vms_get_range copies bytes [offset, offset + cap) of the value (fewer at its end)
  *   into buf, sets *copied to how many and *vlen to the value's whole length; only that
- *   range is copied. An offset at or past the end copies nothing. */
+ *   range is copied. An offset at or past the end copies nothing. It reads through a
+ *   view held for the copy: the rules of views above apply to a caller holding one. */
 typedef struct vms_view vms_view;
 /* Writes a value of vlen bytes in place, without a second copy (LMDB's MDB_RESERVE):
  * fill(ctx, space, vlen) gets the value's bytes (zeroed) in their final place and

@@ -114,7 +114,9 @@ class Tree {
   Status read(std::string_view key, const std::function<void(std::string_view)>& fn) const;
   // Copies the bytes [offset, offset + buf.size()) of the value (fewer at its end) into
   // buf: *copied says how many, *vlen the value's whole length. An offset at or past the
-  // end copies nothing. Only that range is copied, whatever the value's size.
+  // end copies nothing. Only that range is copied, whatever the value's size. It reads
+  // through a view held for the copy, so the rules of value_view.hpp apply to a caller
+  // that holds a view of the same tree.
   Status getRange(std::string_view key, size_t offset, std::span<std::byte> buf, size_t* copied,
                   size_t* vlen) const;
   // Looks up every key with their page misses in flight together: the lookups run as

@@ -11,10 +11,12 @@
 //   evicted meanwhile.
 // - So hold views briefly, and never let the holding thread (or a task of it) write to
 //   the same tree while it holds one: a put or delete that has to wait for the view
-//   would wait forever. Reads that copy (get, iterators) are fine; another view or a
-//   scan (Tree::scan) of the same tree is not: while a writer waits for the first view,
-//   new views of that leaf wait for the writer (so writers are not starved), which
-//   waits for the first view. Database::close() waits until every view of the database
+//   would wait forever. Reads that copy (get, iterators) are fine; another view, a
+//   getRange (it reads through a view) or a scan (Tree::scan) of the same tree is not:
+//   while a writer waits for the first view, new views of that leaf wait for the writer
+//   (so writers are not starved), which waits for the first view. Writes to other trees
+//   of the database are fine, but not sync(), dropTree() or check() from the holding
+//   thread: they wait for every writer in flight, and one may be waiting for the view. Database::close() waits until every view of the database
 //   is released (never close from a thread that holds one).
 // - A view may be released from another thread than the one that took it; a ValueView
 //   object itself is not thread-safe. Reading the bytes is safe from any thread while it

@@ -2,6 +2,7 @@
 // its pointers first and never lets an exception cross into C.
 #include "vmstore.h"
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@ using vmstore::Tree;
 
 struct vms_db {
   std::unique_ptr<Database> db;
+  std::atomic<bool> closed{false};  // vms_close ran: a second one is refused, not retired again
 };
 
 struct vms_view {
@@ -28,6 +30,7 @@ struct vms_batch {
 
 struct vms_iter {
   vmstore::Iterator it;
+  Tree* tree = nullptr;  // whose database's close makes every later next() VMS_EINVAL
   bool started = false;
 };
 
@@ -97,6 +100,7 @@ int vms_open(const char* dir, const char* config, vms_db** db) {
 
 int vms_close(vms_db* db) {
   if (db == nullptr) return invalid("vms_close: db is NULL");
+  if (db->closed.exchange(true)) return invalid("vms_close: database is closed already");
   int rc = noThrow([&] { return report(db->db->close()); });
   retire(db);
   return rc;
@@ -274,7 +278,7 @@ int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it) {
   if (t == nullptr) return invalid("vms_iter_open: tree is NULL");
   if (start == nullptr && slen > 0) return invalid("vms_iter_open: start is NULL but slen > 0");
   return noThrow([&] {
-    auto* i = new vms_iter{asTree(t)->newIterator()};
+    auto* i = new vms_iter{asTree(t)->newIterator(), asTree(t)};
     i->it.seek(start ? bytes(start, slen) : std::string_view());
     Status st = i->it.status();
     if (!st.ok()) {
@@ -290,6 +294,8 @@ int vms_iter_next(vms_iter* it, const void** key, size_t* klen, const void** val
   if (it == nullptr || key == nullptr || klen == nullptr || val == nullptr || vlen == nullptr) {
     return invalid("vms_iter_next: a NULL argument");
   }
+  // The entries already copied out stay readable, but after close nothing is returned.
+  if (vmstore::internal::TreeImpl::of(it->tree)->db->closed()) return invalid("database is closed");
   return noThrow([&] {
     if (it->started) {
       it->it.next();

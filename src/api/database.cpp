@@ -37,6 +37,11 @@ Status Database::sync() {
 namespace {
 // Database::write (commit null: the call waits for durability itself) and writeNoWait.
 Status writeBatch(internal::DatabaseImpl* db, const WriteBatch& batch, uint64_t* commit) {
+  if (batch.count() == 0) {  // nothing to apply or log: commit point 0
+    if (db->closed()) return Status::InvalidArgument("database is closed");
+    if (commit != nullptr) *commit = 0;
+    return Status::OK();
+  }
   std::vector<internal::TreeImpl*> trees;
   trees.reserve(batch.count());
   for (const WriteBatch::Op& op : batch.ops()) {

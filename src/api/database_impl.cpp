@@ -777,7 +777,7 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
   if (st.ok()) st = validateValue(value);
   if (!st.ok()) return st;
   LogOp op{LogOpKind::kPut, t->name, key, value};
-  const uint32_t slot = KeyLocks::slotOf(t, key);
+  const KeySlot slot = t->keyLocks.slot(key);
   return writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{{&slot, 1}}, &DatabaseImpl::writable, [&] {
     t->btree.put(asBytes(key), asBytes(value));
     return Status::OK();
@@ -791,6 +791,11 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
   if (!pass) return closedStatus();
   Status st = (this->*allowed)();
   if (!st.ok()) return st;
+  // The keys' locks before the writer gate: a writer waiting for a key lock holds no
+  // gate, so a checkpoint's cut never waits for it, and the locks can be kept across a
+  // checkpoint this write needs (a full log file, a write too large for the log).
+  std::optional<KeyLocks::Held> keys;  // also unlogged: update() relies on them
+  if (!keyLock.slots.empty()) keys.emplace(keyLock.slots);
   uint64_t lsn = 0;
   bool unlogged = false;
   for (;;) {
@@ -815,8 +820,6 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
       if (!st.ok()) return st;
     }
     markChanged();
-    std::optional<KeyLocks::Held> keys;  // also unlogged: update() relies on them
-    if (!keyLock.slots.empty()) keys.emplace(keyLocks_, keyLock.slots);
     st = guarded(change);
     if (size != 0) {
       if (st.ok()) {
@@ -831,7 +834,11 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
     }
     break;
   }
+  // Not logged: durable once a checkpoint holds it. Its keys stay locked until then, so
+  // no later write of them is logged (as a patch, say) against a value that only that
+  // checkpoint holds: a crash before it commits must find neither.
   if (unlogged && st.ok()) st = durableByCheckpoint();
+  keys.reset();
   return afterWrite(std::move(st), lsn, commit);
 }
 
@@ -907,7 +914,7 @@ Status DatabaseImpl::putReserve(TreeImpl* t, std::string_view key, size_t len,
   // Its own page, filled in place under the writer gate (so no checkpoint sees the page
   // allocated but unreferenced), held while the log record copies it, then linked.
   LogOp op{LogOpKind::kPut, t->name, key, {}};
-  const uint32_t slot = KeyLocks::slotOf(t, key);
+  const KeySlot slot = t->keyLocks.slot(key);
   Status filled;
   uint64_t held = kNoPage;  // the value's page, held shared until the record is appended
   std::exception_ptr thrown;
@@ -1000,7 +1007,7 @@ Status DatabaseImpl::del(TreeImpl* t, std::string_view key) {
   Status st = validateKey(key);
   if (!st.ok()) return st;
   LogOp op{LogOpKind::kDelete, t->name, key, {}};
-  const uint32_t slot = KeyLocks::slotOf(t, key);
+  const KeySlot slot = t->keyLocks.slot(key);
   return writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{{&slot, 1}}, &DatabaseImpl::writable, [&] {
     if (!t->btree.remove(asBytes(key))) return Status::NotFound();
     return Status::OK();
@@ -1018,12 +1025,13 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
   uint64_t lsn = 0;
   bool unlogged = false;  // a put too large for the log (see writeUnder)
   Status st;
+  // Every writer of the key holds this lock: the value read below stays the current one
+  // until the change is written (taken before the writer gate, and kept across a
+  // checkpoint the update needs, as in writeUnder).
+  auto keyLock = task::lock(t->keyLocks.of(key));
   for (;;) {
     std::shared_lock<WriterGate> gate(writeGate_, std::defer_lock);
     gate.lock();  // task-aware itself (writer_gate.hpp)
-    // Every writer of the key holds this lock: the value read below stays the current
-    // one until the change is written.
-    auto keyLock = task::lock(keyLocks_.of(t, key));
     Change change = Change::keep();  // fn's decision (a put's value may live in it)
     std::optional<LogOp> op;         // the change, as logged
     std::string owned;        // a put value that viewed `current`, which ends with the read
@@ -1109,16 +1117,19 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
       }
     }
     if (logFull != 0) {
-      keyLock.unlock();
       gate.unlock();
-      st = makeLogRoom(logFull);  // then fn runs again on the value as it is then
+      st = makeLogRoom(logFull);  // then fn runs again (on the same value: the key stays locked)
       if (!st.ok()) return st;
       continue;
     }
     break;
   }
-  if (thrown) std::rethrow_exception(thrown);
-  if (unlogged && st.ok()) st = durableByCheckpoint();
+  if (thrown) {
+    keyLock.unlock();
+    std::rethrow_exception(thrown);
+  }
+  if (unlogged && st.ok()) st = durableByCheckpoint();  // the key still locked (writeUnder)
+  keyLock.unlock();
   return afterWrite(std::move(st), lsn);
 }
 
@@ -1152,8 +1163,8 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
   // below restores exactly what the batch changed, and the records of each key are in
   // the order applied); the writer gate shared: no checkpoint's cut falls inside it.
   // Writers of other keys, and other batches, go on beside it.
-  std::vector<uint32_t> slots(batch.count());
-  for (size_t i = 0; i < batch.count(); i++) slots[i] = KeyLocks::slotOf(trees[i], batch.ops()[i].key);
+  std::vector<KeySlot> slots(batch.count());
+  for (size_t i = 0; i < batch.count(); i++) slots[i] = trees[i]->keyLocks.slot(batch.ops()[i].key);
   std::sort(slots.begin(), slots.end());
   slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
   std::vector<LogOp> ops;  // the batch's log record

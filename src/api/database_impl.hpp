@@ -16,15 +16,18 @@
 //   then commits a checkpoint of the result, so a crash during recovery recovers again
 //   from the same start. Each write reserves its log space first (a full device fails it
 //   before it changes anything), applies the change, and appends its record while
-//   holding its key's lock (keyLocks_), so records of one key are in the order applied.
+//   holding its key's lock (its tree's KeyLocks), so records of one key are in the order applied.
 //   With durability sync it then waits, outside every lock, for the log flush that
 //   covers its record (group commit).
-// - Every put, delete and update holds its key's lock across its change (and log
-//   append), in every durability mode, and a batch the locks of all its keys (taken in
-//   ascending order); an update holds it across its read, the caller's function and its
-//   write, so no write of the key falls in between (a batch's cannot either). An update
-//   reserves its log space once its function has decided, for exactly the record it
-//   logs (the resulting put or delete).
+// - Every put, delete and update holds its key's lock (its tree's KeyLocks) across its
+//   change (and log append), in every durability mode, and a batch the locks of all its
+//   keys (taken in ascending order); an update holds it across its read, the caller's
+//   function and its write, so no write of the key falls in between (a batch's cannot
+//   either). Key locks are taken before the writer gate, and a write too large for the
+//   log keeps them until the checkpoint that makes it durable has committed, so no
+//   later write of its keys is logged against a value the log lacks. An update reserves
+//   its log space once its function has decided, for exactly the record it logs (the
+//   resulting put or delete).
 // - Writers (put, delete, update, batch, tree create) hold writeGate_ (a WriterGate:
 //   shared costs no shared cache line) shared; tree drops, check() and a checkpoint's
 //   cut hold it exclusive, so the cut falls between whole writes, and no record of a
@@ -84,6 +87,7 @@ class TreeImpl {
   std::string name;
   BTree btree;
   Tree handle;
+  KeyLocks keyLocks;  // its keys' locks (sync/key_locks.hpp)
 };
 
 class DatabaseImpl {
@@ -162,10 +166,10 @@ class DatabaseImpl {
   // which only frees pages). With the log on, ops are the change's log record, appended
   // after the change applied, while the locks of keyLock's keys (if any) are held; a change
   // that returns anything but OK is not logged.
-  // The key locks a write holds (KeyLocks slot numbers, ascending and distinct): a
-  // put's or delete's key, every key of a batch; none: {}.
+  // The key locks a write holds (ascending and distinct): a put's or delete's key,
+  // every key of a batch; none: {}.
   struct KeyLock {
-    std::span<const uint32_t> slots;
+    std::span<const KeySlot> slots;
   };
   // lateValueBytes: the change itself sets the value of ops[0] (filled in place), of
   // that many bytes; the record is sized for it.
@@ -197,7 +201,6 @@ class DatabaseImpl {
   DataFile file_;
   PageJournal journal_;
   OpLog log_;
-  KeyLocks keyLocks_;
   bool replaying_ = false;  // open() replays the log: apply, do not log again
   // A checkpoint cut but not yet committed (under checkpointMutex_).
   struct Snapshot {

@@ -6,11 +6,11 @@
 
 namespace vmstore::internal {
 
-KeyLocks::Held::Held(KeyLocks& locks, std::span<const uint32_t> slots) : locks_(locks), slots_(slots) {
+KeyLocks::Held::Held(std::span<const KeySlot> slots) : slots_(slots) {
   try {
-    for (uint32_t slot : slots_) {
-      assert(held_ == 0 || slot > slots_[held_ - 1]);
-      task::lock(locks_.at(slot)).release();  // held until release()
+    for (const KeySlot& s : slots_) {
+      assert(held_ == 0 || slots_[held_ - 1] < s);
+      task::lock(s.table->at(s.slot)).release();  // held until release()
       held_++;
     }
   } catch (...) {
@@ -20,7 +20,10 @@ KeyLocks::Held::Held(KeyLocks& locks, std::span<const uint32_t> slots) : locks_(
 }
 
 void KeyLocks::Held::release() {
-  while (held_ > 0) locks_.at(slots_[--held_]).unlock();
+  while (held_ > 0) {
+    const KeySlot& s = slots_[--held_];
+    s.table->at(s.slot).unlock();
+  }
 }
 
 }  // namespace vmstore::internal

@@ -1,63 +1,79 @@
-// KeyLocks: a fixed set of mutexes a key maps to by hash, so that changes of one key are
-// applied and logged in the same order (the log's order is the order recovery replays).
+// KeyLocks: one tree's set of locks that its keys map to by hash, so that changes of one
+// key are applied and logged in the same order (the log's order is the order recovery
+// replays).
 //
 // Contract
-// - of(tree, key) is the mutex of that key of that tree; different keys may share one.
-//   Hold it across applying a change and appending its log record, nothing longer.
-// - A change of several keys (a batch) holds all their mutexes: slotOf() numbers them,
-//   and Held locks a sorted list of distinct numbers in ascending order (so two such
-//   changes never wait for each other in a cycle) and unlocks them when it goes. Inside
-//   a task (task/scheduler.hpp) a busy mutex suspends the task, not its thread.
-// - Each mutex sits on its own cache line. Plain mutexes: spinning ones measured no
-//   better at 2 threads and worse at 32 (docs/BENCHMARKS.md).
+// - Each tree has its own KeyLocks (a key of one tree never waits for a lock of another
+//   tree's key: a thread holding a view of one tree may write to another, value_view.hpp).
+// - of(key) is the lock of that key; different keys of the tree may share one. Hold it
+//   across applying a change and appending its log record, and no longer than the write.
+// - A change of several keys (a batch, over one or more trees) holds all their locks:
+//   a KeySlot names one (its table and number), and Held locks a sorted list of distinct
+//   KeySlots in ascending order (so two such changes never wait for each other in a
+//   cycle) and unlocks them when it goes. Inside a task (task/scheduler.hpp) a busy lock
+//   suspends the task, not its thread.
+// - The locks are SpinMutexes, 4 bytes each (16 KiB a tree), 16 to a cache line: a tree
+//   costs little memory, and two threads meet on a line only when their keys' numbers
+//   share one. Plain mutexes measured no better (docs/BENCHMARKS.md).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
+#include <functional>
 #include <span>
 #include <string_view>
 
 #include "os/mix64.hpp"
+#include "sync/spin_mutex.hpp"
 
 namespace vmstore::internal {
 
+class KeyLocks;
+
+// One lock of one tree's KeyLocks; ordered by table, then number.
+struct KeySlot {
+  KeyLocks* table = nullptr;
+  uint32_t slot = 0;
+  friend bool operator==(const KeySlot&, const KeySlot&) = default;
+  friend bool operator<(const KeySlot& a, const KeySlot& b) {
+    return a.table != b.table ? std::less<KeyLocks*>()(a.table, b.table) : a.slot < b.slot;
+  }
+};
+
 class KeyLocks {
  public:
-  // 4,096 (256 KiB): a batch of 30 keys beside another of 30 shares a mutex with it by
+  // 4,096: a batch of 30 keys of a tree beside another of 30 shares a lock with it by
   // chance in about one case of five at 1,024, one of twenty at this size.
   static constexpr size_t kCount = 4096;
-  std::mutex& of(const void* tree, std::string_view key) { return locks_[slotOf(tree, key)].m; }
-  static uint32_t slotOf(const void* tree, std::string_view key) {
-    return static_cast<uint32_t>(hash(tree, key) % kCount);
-  }
-  std::mutex& at(uint32_t slot) { return locks_[slot].m; }
+  SpinMutex& of(std::string_view key) { return locks_[slotOf(key)]; }
+  static uint32_t slotOf(std::string_view key) { return static_cast<uint32_t>(hash(key) % kCount); }
+  KeySlot slot(std::string_view key) { return {this, slotOf(key)}; }
+  SpinMutex& at(uint32_t slot) { return locks_[slot]; }
 
-  // Holds the mutexes of `slots` (ascending, distinct; the span must outlive the Held).
+  // Holds the locks of `slots` (ascending, distinct; the span must outlive the Held).
   class Held {
    public:
-    Held(KeyLocks& locks, std::span<const uint32_t> slots);
+    explicit Held(std::span<const KeySlot> slots);
     ~Held() { release(); }
     Held(const Held&) = delete;
     Held& operator=(const Held&) = delete;
     void release();
 
    private:
-    KeyLocks& locks_;
-    std::span<const uint32_t> slots_;
+    std::span<const KeySlot> slots_;
     size_t held_ = 0;
   };
 
  private:
-  // Spreads keys over the mutexes (nothing more is asked of it): the tree and the length,
-  // then the key 8 bytes at a time (the last 8 read overlapping), then mix64 so that
-  // every input bit moves the low bits the mutex is chosen by; a few instructions for a
-  // short key where std::hash costs about fifty.
-  static uint64_t hash(const void* tree, std::string_view key) {
+  // Spreads keys over the locks (nothing more is asked of it): the length, then the key
+  // 8 bytes at a time (the last 8 read overlapping), then mix64 so that every input bit
+  // moves the low bits the lock is chosen by; a few instructions for a short key where
+  // std::hash costs about fifty.
+  static uint64_t hash(std::string_view key) {
     const char* p = key.data();
     size_t n = key.size();
-    uint64_t h = (reinterpret_cast<uintptr_t>(tree) ^ n) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = (n + 1) * 0x9E3779B97F4A7C15ull;
     auto mix = [&h](uint64_t w) { h = (h ^ w) * 0x9E3779B97F4A7C15ull; };
     if (n < 8) {
       uint64_t w = 0;
@@ -75,10 +91,7 @@ class KeyLocks {
     return mix64(h);
   }
 
-  struct alignas(64) Slot {
-    std::mutex m;
-  };
-  std::array<Slot, kCount> locks_;
+  std::array<SpinMutex, kCount> locks_;
 };
 
 }  // namespace vmstore::internal

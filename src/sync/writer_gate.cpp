@@ -1,5 +1,6 @@
 #include "sync/writer_gate.hpp"
 
+#include <chrono>
 #include <thread>
 
 #include "sync/thread_index.hpp"
@@ -46,19 +47,32 @@ bool WriterGate::try_lock() {
 
 void WriterGate::lock() {
   task::Scheduler* s = task::Scheduler::current();
-  while (!raise()) {  // another exclusive holder: wait for it to go
-    if (s != nullptr) {
-      s->waiting();
-    } else {
-      exclusive_.wait(1, std::memory_order_acquire);
+  for (;;) {
+    while (!raise()) {  // another exclusive holder: wait for it to go
+      if (s != nullptr) {
+        s->waiting();
+      } else {
+        exclusive_.wait(1, std::memory_order_acquire);
+      }
     }
-  }
-  // New shared holders now wait; those inside finish their writes.
-  while (sharedHeld()) {
+    // New shared holders now wait; those inside finish their writes.
+    const auto until = std::chrono::steady_clock::now() + kRaisedAtMost;
+    while (sharedHeld() && std::chrono::steady_clock::now() < until) {
+      if (s != nullptr) {
+        s->waiting();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    if (!sharedHeld()) return;
+    // A shared holder is still inside: it may be waiting for a thread that needs the
+    // gate shared to go on (a writer waiting for a page a reader holds, whose thread
+    // writes next). Let shared holders in for a while, then raise the flag again.
+    unlock();
     if (s != nullptr) {
-      s->waiting();
+      s->yield();
     } else {
-      std::this_thread::yield();
+      std::this_thread::sleep_for(kLoweredFor);
     }
   }
 }

@@ -13,7 +13,11 @@
 //   Many threads hold it shared at once.
 // - Exclusive: one holder at a time. A would-be holder first raises the flag (new shared
 //   holders then wait), then waits until every slot is empty, so a stream of shared
-//   holders cannot starve it. try_lock() fails at once unless the gate is free; lock()
+//   holders cannot starve it. If the slots are not empty within kRaisedAtMost, it lowers
+//   the flag for kLoweredFor and tries again: a shared holder may be waiting for another
+//   thread that needs the gate shared before it can go on (a writer waiting for a page
+//   that a reader holds, the reader's thread writing to another tree next), and a flag
+//   kept up would deadlock them. try_lock() fails at once unless the gate is free; lock()
 //   waits: outside a task on a futex (std::atomic::wait) for the flag and by yielding
 //   while shared holders finish; inside a task (task/scheduler.hpp) by letting the
 //   thread's other tasks run, since a shared holder may be one of them. So lock() and
@@ -26,6 +30,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace vmstore::internal {
@@ -46,6 +51,8 @@ class WriterGate {
 
  private:
   static constexpr int kSlots = 64;
+  static constexpr std::chrono::microseconds kRaisedAtMost{2000};
+  static constexpr std::chrono::microseconds kLoweredFor{200};
   struct alignas(64) Slot {
     std::atomic<int64_t> n{0};
   };

@@ -243,6 +243,12 @@ TEST(CppBatch, WriteBatchChecksWhenAdding) {
   std::string v;
   VMS_EXPECT_OK(t->get("a", &v));
   EXPECT_EQ(v, "1");
+  // An empty batch: nothing applied or logged, commit point 0.
+  vmstore::WriteBatch empty;
+  uint64_t commit = 99;
+  VMS_EXPECT_OK(db->writeNoWait(empty, &commit));
+  EXPECT_EQ(commit, 0u);
+  VMS_EXPECT_OK(db->write(empty));
   // A dropped tree: NotFound, and nothing of the batch stays.
   vmstore::Tree* gone;
   VMS_ASSERT_OK(db->openTree("gone", true, &gone));

@@ -186,6 +186,39 @@ TEST(CApiNull, OpenCloseSync) {
   EXPECT_NE(lastError(), "");
 }
 
+TEST(CApiClose, ASecondCloseIsRefusedAndTheHandleStaysSafe) {
+  // It used to return VMS_OK and keep the handle twice among the retired ones, which
+  // deleted it twice when the process exited.
+  std::string dir = freshDir();
+  vms_db* db = nullptr;
+  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M", &db), VMS_OK);
+  EXPECT_EQ(vms_close(db), VMS_OK);
+  EXPECT_EQ(vms_close(db), VMS_EINVAL);
+  EXPECT_NE(lastError().find("closed already"), std::string::npos) << lastError();
+  EXPECT_EQ(vms_sync(db), VMS_EINVAL);
+  // The directory opens again.
+  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M", &db), VMS_OK);
+  EXPECT_EQ(vms_close(db), VMS_OK);
+}
+
+TEST(CApiClose, AnIteratorOfAClosedDatabaseReturnsNothingMore) {
+  std::string dir = freshDir();
+  vms_db* db = nullptr;
+  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M", &db), VMS_OK);
+  vms_tree* t = nullptr;
+  ASSERT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
+  ASSERT_EQ(vms_put(t, "a", 1, "1", 1), VMS_OK);
+  ASSERT_EQ(vms_put(t, "b", 1, "2", 1), VMS_OK);
+  vms_iter* it = nullptr;
+  ASSERT_EQ(vms_iter_open(t, nullptr, 0, &it), VMS_OK);  // its first entries copied out
+  ASSERT_EQ(vms_close(db), VMS_OK);
+  const void *k, *v;
+  size_t kl, vl;
+  EXPECT_EQ(vms_iter_next(it, &k, &kl, &v, &vl), VMS_EINVAL);
+  EXPECT_EQ(vms_iter_next(it, &k, &kl, &v, &vl), VMS_EINVAL);
+  vms_iter_close(it);
+}
+
 TEST_F(CApiTest, NullTreeOpenAndDrop) {
   vms_tree* t = nullptr;
   EXPECT_EQ(vms_tree_open(nullptr, "", 1, &t), VMS_EINVAL);

@@ -101,6 +101,33 @@ TEST(WriterGate, AStreamOfSharedHoldersDoesNotStarveAnExclusiveWaiter) {
   for (auto& th : readers) th.join();
 }
 
+TEST(WriterGate, AnExclusiveWaiterLetsInASharedHolderThatAnotherOneWaitsFor) {
+  // A holds the gate shared until B has been inside it too; X wants it exclusively in
+  // between. A flag kept up until A leaves would deadlock the three.
+  WriterGate gate;
+  std::atomic<bool> bWasInside{false};
+  std::atomic<bool> xWaits{false};
+  std::thread a([&] {
+    std::shared_lock lock(gate);
+    while (!bWasInside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // A is inside
+  std::thread x([&] {
+    xWaits = true;
+    std::unique_lock lock(gate);
+    EXPECT_TRUE(bWasInside.load());
+  });
+  while (!xWaits) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // X has raised the flag
+  std::thread b([&] {
+    std::shared_lock lock(gate);
+    bWasInside = true;
+  });
+  b.join();
+  a.join();
+  x.join();
+}
+
 TEST(WriterGate, InsideTasksAWaiterLetsTheHoldingTaskRun) {
   // One thread, two tasks: the first holds the gate shared across a yield, the second
   // wants it exclusively meanwhile. A waiter that blocked its thread would hang here.
