@@ -402,6 +402,17 @@ Status DatabaseImpl::writable() {
     Status st = guarded([&] { return bm_->flushAll(); });
     if (!st.ok()) return st;
   }
+  if (pendingFailed_.load(std::memory_order_acquire)) {
+    // A checkpoint failed part-way (a full device) and its snapshot is still pending.
+    // A change of one of its pages would have to write the page's snapshot image first
+    // (BufferManager::markDirty), in the middle of the change, where a failure leaves
+    // the change half made. So the snapshot is finished first; while it cannot be,
+    // writes fail here, having changed nothing.
+    auto cg = task::lock(checkpointMutex_);
+    Status st = notPoisoned();
+    if (st.ok() && pending_) st = finishLocked();
+    if (!st.ok()) return st;
+  }
   return notPoisoned();
 }
 
@@ -460,7 +471,7 @@ Status DatabaseImpl::cutLocked() {
 
 Status DatabaseImpl::finishLocked() {
   Snapshot& snap = *pending_;
-  return guarded([&] {
+  Status result = guarded([&] {
     Status st = bm_->flushEpoch(snap.epoch);  // the snapshot's pages into the journal
     if (!st.ok()) return st;
     // The chain goes into the lowest free pages, so that it does not stretch the file.
@@ -494,6 +505,10 @@ Status DatabaseImpl::finishLocked() {
     if (!st.ok()) poison(st);  // committed: the next open completes the copy
     return st;
   });
+  // Still pending after a failure (a full device): writable() finishes it before the
+  // next change (see there).
+  pendingFailed_.store(!result.ok() && pending_.has_value(), std::memory_order_release);
+  return result;
 }
 
 Status DatabaseImpl::makeLogRoom(size_t recordBytes) {

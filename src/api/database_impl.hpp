@@ -217,6 +217,7 @@ class DatabaseImpl {
   std::condition_variable checkpointerWake_;
   bool checkpointerStop_ = false;  // under checkpointerMutex_
   std::atomic<bool> checkpointWanted_{false};
+  std::atomic<bool> pendingFailed_{false};  // pending_ left by a failed finishLocked
   Stats recovery_;          // the recovered_* and recovery_us fields of stats()
   uint64_t tlbAtOpen_ = tlbShootdowns().value_or(0);  // for stats().tlb_shootdowns
   std::unique_ptr<BufferManager> bm_;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <thread>
@@ -263,6 +264,72 @@ void fullDeviceKeepsReadsAndStoredData(const std::string& durability) {
 
 TEST(Failures, FullDeviceKeepsReadsAndReopensAtTheLastCheckpoint) { fullDeviceKeepsReadsAndStoredData("none"); }
 TEST(Failures, FullDeviceKeepsReadsAndEveryAcknowledgedWrite) { fullDeviceKeepsReadsAndStoredData("async"); }
+
+// A checkpoint that failed on a full device leaves its snapshot pending. Changing a
+// large value (a page of its own, whose snapshot image is written, not copied, before
+// it changes) then failed in the middle of the change: the call returned NoSpace but the
+// new value was in place, and the old value's pages leaked (a putReserve even freed the
+// new value's pages while its key referred to them). Now such a write first finishes
+// the snapshot and, while it cannot, changes nothing.
+TEST(Failures, WritesAfterAFailedCheckpointChangeNothingOrAll) {
+  FaultScope faults;
+  std::string dir = freshDir();
+  auto db = openDb(dir, "pool_size=16M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  const size_t n = (1 << 20) + 123;
+  auto value = [&](char c) { return std::string(n, c); };
+  for (int i = 0; i < 4; i++) VMS_ASSERT_OK(t->put("k" + std::to_string(i), value('1')));
+  VMS_ASSERT_OK(db->sync());
+  for (int i = 0; i < 4; i++) VMS_ASSERT_OK(t->put("k" + std::to_string(i), value('2')));  // acknowledged
+  faults.io().spaceLimit(0);  // the device is full from now on
+  EXPECT_EQ(db->sync().code(), Status::Code::kNoSpace);
+  // Each kind of write of k0 fails with the device's error and leaves version 2.
+  std::vector<std::pair<std::string, std::function<Status()>>> writes = {
+      {"put", [&] { return t->put("k0", value('3')); }},
+      {"small put", [&] { return t->put("k0", "small"); }},
+      {"delete", [&] { return t->del("k0"); }},
+      {"putReserve", [&] {
+         return t->putReserve("k0", n, [](std::span<std::byte> b) {
+           std::memset(b.data(), '3', b.size());
+           return Status::OK();
+         });
+       }},
+      {"batch", [&] {
+         vmstore::WriteBatch b;
+         (void)b.put(t, "k0", "3");
+         (void)b.put(t, "k1", "3");
+         return db->write(b);
+       }}};
+  for (auto& [what, write] : writes) {
+    Status s = write();
+    EXPECT_EQ(s.code(), Status::Code::kNoSpace) << what << ": " << s.toString();
+    std::string v;
+    Status g = t->get("k0", &v);
+    ASSERT_TRUE(g.ok()) << what << ": " << g.toString();
+    EXPECT_TRUE(v == value('2')) << what << " changed k0 although it failed";
+  }
+  // With room again, writes and checkpoints work and nothing is damaged.
+  faults.io().clearSpaceLimit();
+  VMS_EXPECT_OK(t->putReserve("k0", n, [](std::span<std::byte> b) {
+    std::memset(b.data(), '4', b.size());
+    return Status::OK();
+  }));
+  VMS_EXPECT_OK(db->sync());
+  expectCheckOk(db.get());
+  VMS_ASSERT_OK(db->close());
+  db = openDb(dir, "pool_size=16M");
+  ASSERT_TRUE(db);
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  std::string v;
+  VMS_ASSERT_OK(t->get("k0", &v));
+  EXPECT_TRUE(v == value('4'));
+  VMS_ASSERT_OK(t->get("k1", &v));
+  EXPECT_TRUE(v == value('2'));
+  expectCheckOk(db.get());
+  VMS_ASSERT_OK(db->close());
+}
 
 TEST(Failures, FailedCloseSyncReopensAtTheLastGoodCheckpoint) {
   // Item 4, second half: one failed fdatasync inside close lost a key closed before.
