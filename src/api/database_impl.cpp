@@ -409,8 +409,7 @@ Status DatabaseImpl::writable() {
     // the change half made. So the snapshot is finished first; while it cannot be,
     // writes fail here, having changed nothing.
     auto cg = task::lock(checkpointMutex_);
-    Status st = notPoisoned();
-    if (st.ok() && pending_) st = finishLocked();
+    Status st = finishPendingLocked();
     if (!st.ok()) return st;
   }
   return notPoisoned();
@@ -432,8 +431,7 @@ void DatabaseImpl::poison(const Status& why, const char* after) {
 
 Status DatabaseImpl::checkpoint() {
   auto cg = task::lock(checkpointMutex_);
-  Status st = notPoisoned();
-  if (st.ok() && pending_) st = finishLocked();
+  Status st = finishPendingLocked();
   if (st.ok()) st = cutLocked();
   if (st.ok() && pending_) st = finishLocked();
   return st;
@@ -467,6 +465,12 @@ Status DatabaseImpl::cutLocked() {
     pending_ = std::move(snap);
     return Status::OK();
   });
+}
+
+Status DatabaseImpl::finishPendingLocked() {
+  Status st = notPoisoned();
+  if (st.ok() && pending_) st = finishLocked();
+  return st;
 }
 
 Status DatabaseImpl::finishLocked() {
@@ -514,8 +518,7 @@ Status DatabaseImpl::finishLocked() {
 Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
   auto cg = task::lock(checkpointMutex_);
   if (log_.room(recordBytes)) return Status::OK();  // another writer cut meanwhile
-  Status st = notPoisoned();
-  if (st.ok() && pending_) st = finishLocked();
+  Status st = finishPendingLocked();
   if (st.ok()) st = cutLocked();
   if (st.ok()) wakeCheckpointer();  // writes the snapshot
   return st;

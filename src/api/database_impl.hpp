@@ -145,6 +145,9 @@ class DatabaseImpl {
   // backfills pending_.
   Status cutLocked();
   Status finishLocked();
+  // finishLocked() of the pending checkpoint, if any, unless the database is read-only
+  // (its error then).
+  Status finishPendingLocked();
   // A writer found the log full: cut (after completing any pending checkpoint) so that
   // appends move to the other log file; the checkpointer writes the snapshot.
   Status makeLogRoom(size_t recordBytes);
