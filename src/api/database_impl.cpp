@@ -129,6 +129,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   }
   std::string path = dir + "/" + kDataFileName;
   if (!options.create && !fs::exists(path, ec)) {  // before the lock: create nothing, not even LOCK
+    if (Status orphaned = refuseOrphanedFiles(dir); !orphaned.ok()) return orphaned;
     return Status::InvalidArgument("no vmstore database in " + dir + " (and create=false)");
   }
   std::unique_ptr<DatabaseImpl> db(new DatabaseImpl());
@@ -159,6 +160,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
       return Status::OK();
     });
   }
+  if (s.ok() && !fileExists) s = refuseOrphanedFiles(dir);
   if (s.ok() && !fileExists) s = db->create(path);
   if (s.ok()) s = db->file_.open(path, false, options.direct_io);
   if (s.ok() && db->file_.sizeBytes() == 0) {
@@ -206,6 +208,22 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   DatabaseImpl* self = db.get();
   db->checkpointer_ = std::thread([self] { self->checkpointerLoop(); });
   *out = std::move(db);
+  return Status::OK();
+}
+
+Status DatabaseImpl::refuseOrphanedFiles(const std::string& dir) {
+  // The log and journal are created only after data.vms (create() renames it into place
+  // first), so one without it means the data file was lost: creating a new database here
+  // would replay the log over an empty one and report it damaged, or bury the log.
+  std::error_code ec;
+  for (const std::string& name : {OpLog::fileName(0), OpLog::fileName(1), PageJournal::fileName(0),
+                                  PageJournal::fileName(1), std::string("log.vms"), std::string("journal.vms")}) {
+    if (fs::exists(dir + "/" + name, ec)) {
+      return Status::Corruption(dir + " holds " + name + " but no " + kDataFileName +
+                                ": the database's data file is missing. Restore it, or remove the directory's "
+                                ".vms files to create a new database there");
+    }
+  }
   return Status::OK();
 }
 

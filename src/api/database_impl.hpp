@@ -154,6 +154,8 @@ class DatabaseImpl {
   bool checkpointDue() const;
   void wakeCheckpointer();
   void checkpointerLoop();
+  // Corruption if the directory holds a log or journal but no data file (it was lost).
+  static Status refuseOrphanedFiles(const std::string& dir);
   Status migrateLegacyFiles();  // journal.vms and log.vms of an older version
   Status writable();                       // OK, or why writes are refused
   Status notPoisoned();                    // OK unless a failed sync made it read-only

@@ -385,6 +385,37 @@ TEST(CApiOpen, CreateFalseOpensAnExistingDatabase) {
   EXPECT_EQ(vms_close(db), VMS_OK);
 }
 
+TEST(CApiOpen, ALogWithoutItsDataFileIsRefusedNotReplayedIntoANewDatabase) {
+  std::string dir = freshDir();
+  vms_db* db = nullptr;
+  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M,durability=sync", &db), VMS_OK);
+  vms_tree* t = nullptr;
+  ASSERT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
+  ASSERT_EQ(cput(t, "a", "b"), VMS_OK);
+  ASSERT_EQ(vms_close(db), VMS_OK);
+  fs::rename(dir + "/data.vms", dir + "/data.vms.saved");
+  std::set<std::string> before;
+  for (const auto& e : fs::directory_iterator(dir)) before.insert(e.path().filename().string());
+
+  for (const char* config : {"pool_size=4M", "pool_size=4M,create=false"}) {
+    EXPECT_EQ(vms_open(dir.c_str(), config, &db), VMS_ECORRUPT) << config;
+    EXPECT_NE(lastError().find("data file is missing"), std::string::npos) << lastError();
+    std::set<std::string> after;
+    for (const auto& e : fs::directory_iterator(dir)) after.insert(e.path().filename().string());
+    after.erase("LOCK");
+    before.erase("LOCK");
+    EXPECT_EQ(after, before) << config << ": nothing created";
+  }
+  // The data file back in place, the database opens with what it held.
+  fs::rename(dir + "/data.vms.saved", dir + "/data.vms");
+  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M", &db), VMS_OK) << lastError();
+  ASSERT_EQ(vms_tree_open(db, "", 0, &t), VMS_OK);
+  std::string got;
+  EXPECT_EQ(cget(t, "a", &got), VMS_OK);
+  EXPECT_EQ(got, "b");
+  EXPECT_EQ(vms_close(db), VMS_OK);
+}
+
 TEST(CApiOpen, SecondOpenInSameProcessIsBusy) {
   std::string dir = freshDir();
   vms_db* db = nullptr;
