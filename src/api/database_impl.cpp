@@ -796,6 +796,7 @@ Status DatabaseImpl::check(std::vector<std::string>* problems) {
     };
     for (uint64_t pid : used) mark(pid, "in use");
     for (uint64_t pid : bm_->freeSpace().snapshot()) mark(pid, "free");
+    for (uint64_t pid : bm_->deferredFrees()) mark(pid, "free after the pending checkpoint");
     uint64_t leaked = 0;
     for (uint64_t pid = 1; pid < pages; pid++) {
       if (!seen[pid] && leaked++ < 20) {

@@ -673,13 +673,56 @@ void BufferManager::keepSnapshotImage(uint64_t pid, Page* p, uint8_t tag) {
 Status BufferManager::flushEpoch(uint32_t epoch) {
   Status st = flushDirty(tagOf(epoch));
   if (st.ok()) st = writeCopies(epoch, false);
+  if (st.ok()) freeDeferred(epoch, false);
   return st;
 }
 
 Status BufferManager::flushAll() {
   Status st = flushDirty(0);
   if (st.ok()) st = writeCopies(0, true);
+  if (st.ok()) freeDeferred(0, true);
   return st;
+}
+
+bool BufferManager::deferFreeOfSnapshot(uint64_t pid, Page* p, uint64_t pages) {
+  uint8_t was = __atomic_load_n(&p->header.dirty, __ATOMIC_RELAXED);
+  if (was == 0 || was == dirtyTag_.load(std::memory_order_relaxed)) return false;
+  // Dirty in the snapshot's epoch: the checkpoint (or an eviction) writes it as it is.
+  {
+    std::lock_guard g(deferredMutex_);
+    deferred_.push_back({pid, pages, epochOfTag(was)});
+  }
+  state(pid).unlockX();
+  return true;
+}
+
+void BufferManager::freeDeferred(uint32_t epoch, bool all) {
+  std::vector<DeferredFree> mine;
+  {
+    std::lock_guard g(deferredMutex_);
+    auto due = [&](const DeferredFree& d) { return all || d.epoch <= epoch; };
+    for (const DeferredFree& d : deferred_) {
+      if (due(d)) mine.push_back(d);
+    }
+    std::erase_if(deferred_, due);
+  }
+  // Written now (or evicted after its write): freeing them writes nothing.
+  for (const DeferredFree& d : mine) {
+    if (d.pages == 1) {
+      freePageById(d.pid);
+    } else {
+      freeSpan(d.pid, d.pages);
+    }
+  }
+}
+
+std::vector<uint64_t> BufferManager::deferredFrees() const {
+  std::vector<uint64_t> pids;
+  std::lock_guard g(deferredMutex_);
+  for (const DeferredFree& d : deferred_) {
+    for (uint64_t q = d.pid; q < d.pid + d.pages; q++) pids.push_back(q);
+  }
+  return pids;
 }
 
 Status BufferManager::writeCopies(uint32_t epoch, bool all) {
@@ -940,8 +983,9 @@ void BufferManager::freeSpan(uint64_t pid, uint64_t pages) {
   checkExists(pid);
   if (lockFreePage(pid)) {
     Page* p = pageAt(pid);
+    if (deferFreeOfSnapshot(pid, p, pages)) return;
     try {
-      markDirty(pid, p);  // a page of a checkpoint snapshot is written first
+      markDirty(pid, p);  // cannot write: a page of the snapshot was deferred above
     } catch (...) {
       state(pid).unlockX();
       throw;
@@ -995,8 +1039,9 @@ void BufferManager::appendFreePages(uint64_t n) {
 
 void BufferManager::freePage(uint64_t pid) {
   Page* p = pageAt(pid);
+  if (deferFreeOfSnapshot(pid, p, 1)) return;
   try {
-    markDirty(pid, p);  // a page of a checkpoint snapshot keeps its image first
+    markDirty(pid, p);  // cannot write: a page of the snapshot was deferred above
   } catch (...) {
     state(pid).unlockX();
     throw;

@@ -67,10 +67,15 @@
 //   head (tails) are marked as such while it lives: reading one in on its own (a stale
 //   reference) fails with Corruption before touching memory, which the guards turn into
 //   a restart. A span may take at most half of the pool (maxSpanPages(); larger:
-//   NoMemory). A span is not copied aside for a checkpoint: it is written first.
+//   NoMemory). A span is not copied aside for a checkpoint: changed, it is written
+//   first; freed, see below.
 // - allocPage() hands out a free page (or grows the file), exclusively locked, zeroed
 //   and dirty. freePage() takes an exclusively locked page and makes it free for reuse.
-//   freePageById() frees an unlocked page without reading it from storage.
+//   freePageById() frees an unlocked page without reading it from storage. A page (or
+//   span) of the pending checkpoint snapshot not yet written is not freed at once: it
+//   stays as it is (nobody refers to it any more) until flushEpoch() of its epoch has
+//   written it, and is then freed (deferredFrees() lists such pages). So freeing never
+//   writes, and a change that frees pages cannot fail half way on a failed write.
 //   appendFreePages(n) grows the file by n free pages.
 // - Pages are read from and written to a PageStore (page_store.hpp): the data file in
 //   place by default, the page journal in a database.
@@ -298,10 +303,14 @@ class BufferManager {
   // Pages changed from now on belong to `epoch` (see the contract above).
   void setEpoch(uint32_t epoch);
   uint32_t epoch() const { return epoch_.load(std::memory_order_acquire); }
-  // Writes every dirty page of `epoch` (resident or copied aside). Returns the first error.
+  // Writes every dirty page of `epoch` (resident or copied aside), then frees the pages
+  // whose free waited for that. Returns the first error.
   Status flushEpoch(uint32_t epoch);
-  // Writes every dirty resident page and every copy. Returns the first error.
+  // Writes every dirty resident page and every copy, then frees every page whose free
+  // waited. Returns the first error.
   Status flushAll();
+  // Ids of the pages freed but waiting for their snapshot's write (every page of a span).
+  std::vector<uint64_t> deferredFrees() const;
   uint64_t copyCap() const { return std::max<uint64_t>(64, poolPages_ / 8); }
   uint64_t snapshotCopies() const { return copies_.size(); }
   // Starts the page provider thread (see the contract); stopProvider() (and the
@@ -404,6 +413,11 @@ class BufferManager {
     return tag == tagOf(e) ? e : e - 1;
   }
   void keepSnapshotImage(uint64_t pid, Page* p, uint8_t tag);
+  // pid (exclusively locked, about to be freed) holds the snapshot's image not yet
+  // written: unlocks it as it is and frees it after its epoch's flush. Else false.
+  bool deferFreeOfSnapshot(uint64_t pid, Page* p, uint64_t pages);
+  // Frees the deferred pages of epochs up to `epoch` (all: every one).
+  void freeDeferred(uint32_t epoch, bool all);
   // Resident dirty pages (of tag's epoch; 0: all) and the copies aside, written.
   Status flushDirty(uint8_t tag);
   Status writeCopies(uint32_t epoch, bool all);
@@ -444,6 +458,13 @@ class BufferManager {
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   unsigned readAheadPages_ = 0;  // none until setReadAheadPages()
   SnapshotCopies copies_;
+  struct DeferredFree {
+    uint64_t pid;
+    uint64_t pages;
+    uint32_t epoch;
+  };
+  mutable std::mutex deferredMutex_;
+  std::vector<DeferredFree> deferred_;  // under deferredMutex_
   DirtyLists dirtyLists_;  // what flushDirty looks at (every page markDirty dirtied)
   std::unique_ptr<TierMap> tiers_;  // nullptr: one tier, as the paper's vmcache
   std::unique_ptr<Migrator> migrator_;

@@ -48,6 +48,7 @@ struct CountingStore : vmstore::internal::PageStore {
     return file->readPages(pid, pages, buf, progress);
   }
   Status writePages(std::span<const PageWrite> w) override {
+    if (failWrites) return Status::IOError("write error (test)");
     std::lock_guard g(mutex);
     for (const PageWrite& x : w) written.push_back({x.pid, x.pages, static_cast<const Page*>(x.buf)->header.epoch});
     return file->writeBatch(w);
@@ -59,6 +60,7 @@ struct CountingStore : vmstore::internal::PageStore {
   vmstore::internal::DataFile* file;
   std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> pagesRead{0};
+  std::atomic<bool> failWrites{false};
   std::mutex mutex;
   std::vector<Write> written;
 };
@@ -347,7 +349,7 @@ TEST(VariableSizePages, BudgetHoldsAndContentSurvivesAChurnOfSpansAndPages) {
   EXPECT_LT(bm.pageCount(), 400u * 32 / 4) << "freed runs were reused";
 }
 
-TEST(VariableSizePages, ASpanOfACheckpointSnapshotIsWrittenBeforeItIsFreed) {
+TEST(VariableSizePages, ASpanOfACheckpointSnapshotIsFreedOnlyAfterTheSnapshotWroteIt) {
   BufferEnv env(256);
   BufferManager& bm = *env.bm;
   CountingStore store(&env.file);
@@ -357,14 +359,30 @@ TEST(VariableSizePages, ASpanOfACheckpointSnapshotIsWrittenBeforeItIsFreed) {
   fill(p, 12, 3);
   bm.unfixX(pid);
   bm.setEpoch(1);  // the cut: the span (dirty in epoch 0) belongs to the snapshot
+  store.failWrites = true;  // a free must not need a write, so it cannot fail on one
   bm.freeSpan(pid, 12);
+  EXPECT_TRUE(store.written.empty()) << "freeing wrote";
+  std::vector<uint64_t> waiting = bm.deferredFrees();
+  EXPECT_EQ(waiting.size(), 12u);
+  EXPECT_EQ(waiting.front(), pid);
+  // Not reusable before the snapshot has it: a new span does not take its ids.
+  Page* q = bm.allocSpan(PageKind::kValue, 12);
+  EXPECT_NE(q->header.pid, pid);
+  bm.unfixX(q->header.pid);
+  EXPECT_FALSE(bm.flushEpoch(0).ok()) << "writes fail";
+  EXPECT_EQ(bm.deferredFrees().size(), 12u) << "a failed flush frees nothing";
+  store.failWrites = false;
+  ASSERT_TRUE(bm.flushEpoch(0).ok());
   bool kept = false;
   for (const auto& w : store.written) kept |= w.pid == pid && w.pages == 12 && w.epoch == 0;
-  EXPECT_TRUE(kept) << "the snapshot's image of the span was written before it was freed";
+  EXPECT_TRUE(kept) << "the snapshot's image of the span was written";
   std::unique_ptr<Page[]> back(new Page[12]);
   ASSERT_TRUE(env.file.readPages(pid, 12, back.get()).ok());
   EXPECT_TRUE(hasFill(back.get(), 12, 3));
-  EXPECT_TRUE(bm.flushEpoch(0).ok());
+  EXPECT_TRUE(bm.deferredFrees().empty());
+  Page* r = bm.allocSpan(PageKind::kValue, 12);
+  EXPECT_EQ(r->header.pid, pid) << "freed after the flush: its run is reused";
+  bm.unfixX(r->header.pid);
 }
 
 }  // namespace
