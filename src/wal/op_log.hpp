@@ -136,21 +136,24 @@ class OpLog {
   uint64_t limit_ = 0;  // per file: half of log_size
   bool mapped_ = false;  // durability async: appends are stores into the file's mapping
 
-  SpinMutex appendMutex_;  // short sections: encode and copy one record
+  // Cache lines by who writes them: what every append writes under the mutex (one line
+  // moves between the appending cores, not three), what every reservation adds to, the
+  // write-out's, the group commit's. The fields above change only at a cut or open.
+  alignas(64) SpinMutex appendMutex_;  // short sections: encode and copy one record
   uint64_t end_ = 0;  // appended in this interval
-  // Appended plus reserved in this interval, and the current file's allocated size: a
-  // reservation that fits is one atomic add, without the mutex.
-  std::atomic<uint64_t> claimed_{0};
-  std::atomic<uint64_t> allocated_{0};
-  // Write-out (pwrite of appended records) in order: held across the pwrite, taken before
-  // appendMutex_ (cut writes the old interval out under it before switching files).
-  std::mutex writeMutex_;
-  std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
   uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};
+  // Appended plus reserved in this interval, and the current file's allocated size: a
+  // reservation that fits is one atomic add, without the mutex.
+  alignas(64) std::atomic<uint64_t> claimed_{0};
+  std::atomic<uint64_t> allocated_{0};
+  // Write-out (pwrite of appended records) in order: held across the pwrite, taken before
+  // appendMutex_ (cut writes the old interval out under it before switching files).
+  alignas(64) std::mutex writeMutex_;
+  std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
 
-  std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
+  alignas(64) std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
   std::atomic<bool> flushing_{false};     // a thread is in fdatasync for everyone
   std::atomic<uint32_t> flushEvents_{0};  // counts flush ends: what waiters sleep on
   std::atomic<bool> failed_{false};
