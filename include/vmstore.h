@@ -100,6 +100,9 @@ const char* vms_last_error(void);
  *                    tasks meanwhile; sync blocks the thread (default uring)
  *   page_provider=BOOL  a background thread evicts ahead of need once the pool is
  *                    full, so reads rarely evict inline (default true)
+ *   huge_pages=BOOL  while the data file fits in the pool, the pool's memory is taken
+ *                    in transparent huge pages: faster in-memory lookups, slower first
+ *                    touches in some VMs; memory stays within pool_size (default false)
  *   read_ahead=N     scans and iterators that go on from leaf to leaf read up to N
  *                    leaves ahead of them together (0..256 pages, default 32; 0: off)
  *   policy=NAME      the page-replacement policy: clock, fifo, lru, lru2, 2q, slru, arc,

@@ -112,6 +112,16 @@ struct Options {
   // misses evicts. It does nothing while the data fits the pool. Config
   // page_provider=true|false. Default true.
   bool page_provider = true;
+  // While the whole data file fits in the pool, back the pool's first pool_size bytes
+  // of pages with transparent huge pages (where the kernel has THP in "madvise" or
+  // "always" mode): fewer TLB misses, so in-memory random lookups run faster. Memory
+  // stays within pool_size (only page ids below the pool's size get huge pages). Once
+  // the file grows beyond the pool, new memory is taken in 4 KiB pages again and
+  // eviction splits the huge pages it meets. The first touch of each 2 MiB costs a
+  // 2 MiB zeroing, which in some VMs (free page reporting) is much slower than 512
+  // small faults: loads can take longer (docs/BENCHMARKS.md). Not with tiers. Config
+  // huge_pages=true|false. Default false.
+  bool huge_pages = false;
   // Scans and iterators that go on from leaf to leaf read the leaves ahead of them
   // together, up to this many pages at once (the window starts at 4 on the second leaf
   // and doubles with each leaf). 0: no read-ahead. Config read_ahead=N, 0 .. 256.

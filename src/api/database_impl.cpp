@@ -175,6 +175,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   if (s.ok()) s = db->log_.open(dir, options);
   auto recoveryStart = std::chrono::steady_clock::now();
   if (s.ok()) s = db->recoverAndLoad();
+  if (s.ok() && options.huge_pages) db->bm_->useHugePagesWhileInMemory();
   if (s.ok()) s = db->replayLog();
   db->recovery_.recovery_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                         std::chrono::steady_clock::now() - recoveryStart)

@@ -132,6 +132,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else if (bool* flag = key == "create"          ? &o.create
                             : key == "direct_io"     ? &o.direct_io
                             : key == "page_provider" ? &o.page_provider
+                            : key == "huge_pages"    ? &o.huge_pages
                                                      : nullptr) {
       if (!parseBool(value, flag)) {
         return Status::InvalidArgument("config " + std::string(key) + "='" + std::string(value) +
@@ -220,7 +221,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io, page_provider, read_ahead, policy, resident_set, trace, "
+                                     "log_size, direct_io, io, page_provider, huge_pages, read_ahead, policy, resident_set, trace, "
                                      "tiers, migrate_batch, migrate)");
     }
   }

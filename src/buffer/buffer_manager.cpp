@@ -896,7 +896,17 @@ uint64_t BufferManager::growBy(uint64_t n) {
     }
     initStatesUpTo(count + n - 1);
   } while (!pageCount_.compare_exchange_weak(count, count + n, std::memory_order_acq_rel));
+  if (count + n > poolPages_ && hugeEnd_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    // The data no longer fits: from here on only 4 KiB pages fault in.
+    if (uint64_t end = hugeEnd_.exchange(0, std::memory_order_relaxed)) pages_.adviseHugePrefix(end, false);
+  }
   return count;
+}
+
+void BufferManager::useHugePagesWhileInMemory() {
+  const uint64_t end = poolPages_ & ~uint64_t{511};
+  if (tiers_ || end == 0 || pageCount() > poolPages_) return;
+  if (pages_.adviseHugePrefix(end, true)) hugeEnd_.store(end, std::memory_order_relaxed);
 }
 
 bool BufferManager::lockFreePage(uint64_t pid) {

@@ -262,6 +262,14 @@ class BufferManager {
   unsigned readAheadPages() const { return readAheadPages_; }
   // Before use from many threads.
   void setReadAheadPages(unsigned pages) { readAheadPages_ = pages; }
+  // Huge pages while the data fits (Options::huge_pages): if the file's pages fit in the
+  // pool (and there are no tiers), page ids below the pool's size (rounded down to 2 MiB)
+  // take transparent huge pages when they fault in. So memory stays within the pool:
+  // only ids that exist are touched, and those below the pool's size are at most the
+  // pool. When the file grows beyond the pool, growBy() turns it off for good: new
+  // faults take 4 KiB pages, and eviction splits the huge pages it releases from.
+  void useHugePagesWhileInMemory();
+  bool hugePagesInMemory() const { return hugeEnd_.load(std::memory_order_relaxed) != 0; }
 
   // pid is exclusively locked by the caller and evicted: make it resident from storage.
   // On failure the page is unlocked as evicted and StorageError is thrown.
@@ -457,6 +465,7 @@ class BufferManager {
   alignas(64) std::atomic<bool> providerSleeping_{false};
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   unsigned readAheadPages_ = 0;  // none until setReadAheadPages()
+  std::atomic<uint64_t> hugeEnd_{0};  // pages [0, hugeEnd_) take huge pages; 0: none do
   SnapshotCopies copies_;
   struct DeferredFree {
     uint64_t pid;

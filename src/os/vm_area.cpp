@@ -55,6 +55,11 @@ void VmArea::adviseHugePages() {
   if (base_ != nullptr) ::madvise(base_, mappedBytes_, MADV_HUGEPAGE);
 }
 
+bool VmArea::adviseHugePrefix(uint64_t pages, bool on) {
+  if (!transparentHugePagesOn() || base_ == nullptr || pages > pages_) return false;
+  return ::madvise(base_, pages * kPageSize, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
+}
+
 size_t VmArea::populateHuge(PageRun run) {
   constexpr uintptr_t kHuge = 2u << 20;
   if (!transparentHugePagesOn()) return 0;  // populating 4 KiB pages ahead saves nothing

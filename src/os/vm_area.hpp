@@ -60,6 +60,10 @@ class VmArea {
   // Asks the kernel to back the area with transparent huge pages where it can (best
   // effort: ignored where THP is off). For dense metadata such as the page states.
   void adviseHugePages();
+  // Pages [0, pages) (a multiple of 512) take transparent huge pages when they fault in
+  // (on), or 4 KiB pages again (off: huge pages already there stay until something
+  // splits them). False where THP is off or the kernel refuses.
+  bool adviseHugePrefix(uint64_t pages, bool on);
 
  private:
   char* base_ = nullptr;

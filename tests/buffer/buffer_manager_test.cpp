@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "os/memory.hpp"
 #include "unit_util.hpp"
 
 namespace {
@@ -929,3 +930,72 @@ TEST(Counters, ManyThreadsCountWithoutLosingIncrements) {
 }
 
 }  // namespace
+
+namespace {
+// Bytes of transparent huge pages in the mapping of this process that contains addr.
+uint64_t anonHugeBytesAround(const void* addr) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return 0;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  char line[512];
+  bool inside = false;
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    uintptr_t from = 0, to = 0;
+    if (std::sscanf(line, "%lx-%lx ", &from, &to) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+      inside = from <= a && a < to;
+    } else if (inside) {
+      unsigned long v = 0;
+      if (std::sscanf(line, "AnonHugePages: %lu kB", &v) == 1) kb += v;
+    }
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+}  // namespace
+
+// huge_pages=true: while the file fits in the pool, the pool's pages come in huge pages;
+// once it outgrows the pool, the mode ends and the budget holds as always.
+TEST(BufferManager, HugePagesWhileTheDataFitsThenSmallPagesAndTheBudget) {
+  if (!vmstore::internal::transparentHugePagesOn()) GTEST_SKIP() << "transparent huge pages are off here";
+  const uint64_t pool = 2048;  // 8 MiB: four 2 MiB pages
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  bm.useHugePagesWhileInMemory();
+  ASSERT_TRUE(bm.hugePagesInMemory());
+  std::vector<uint64_t> pids;
+  auto allocate = [&](size_t n) {
+    for (size_t i = 0; i < n; i++) {
+      Page* p = bm.allocPage(PageKind::kValue);
+      uint64_t pid = p->header.pid;
+      stamp(p, pid);
+      bm.unfixX(pid);
+      pids.push_back(pid);
+      ASSERT_LE(bm.residentPages(), bm.poolPages());
+    }
+  };
+  allocate(pool / 2);  // (a pool nearly full evicts ahead, which splits huge pages)
+  EXPECT_GE(anonHugeBytesAround(bm.pageAt(1)), 2u << 20) << "the pool's pages came in huge pages";
+  allocate(pool - bm.pageCount());  // the file is exactly the pool now
+  EXPECT_EQ(bm.pageCount(), pool);
+  EXPECT_TRUE(bm.hugePagesInMemory()) << "the data still fits";
+  allocate(1);  // one page beyond the pool
+  EXPECT_FALSE(bm.hugePagesInMemory()) << "the file outgrew the pool";
+  allocate(3 * pool);  // eviction from here on, through the huge pages
+  EXPECT_GT(counter(bm, Counter::kEvictions), 0u);
+  for (uint64_t pid : pids) {
+    Page* p = bm.fixS(pid);
+    ASSERT_EQ(checkStamp(p, pid), "") << "page " << pid;
+    bm.unfixS(pid);
+    ASSERT_LE(bm.residentPages(), bm.poolPages());
+  }
+}
+
+// A file already larger than the pool never takes huge pages.
+TEST(BufferManager, HugePagesAreNotUsedWhenTheDataExceedsThePool) {
+  BufferEnv env(256);
+  BufferManager& bm = *env.bm;
+  for (int i = 0; i < 300; i++) bm.unfixX(bm.allocPage(PageKind::kValue)->header.pid);
+  bm.useHugePagesWhileInMemory();
+  EXPECT_FALSE(bm.hugePagesInMemory());
+}
