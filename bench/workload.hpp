@@ -49,6 +49,10 @@ struct RunOptions {
   // tpcc: each transaction on a uniformly random warehouse (as the original vmcache code
   // runs it) instead of the worker's home warehouse.
   bool tpccRandomWarehouse = false;
+  // tpcc: take the workload's lock table (tpcc.hpp); false (--tpcc-locks=off): no
+  // transaction locks, only each operation's own atomicity, as the original vmcache code
+  // runs TPC-C. For comparing with it; the consistency conditions may then fail.
+  bool tpccLocks = true;
   // Workers of the measured phase (their tid is 0 .. workers()-1).
   unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }
 };

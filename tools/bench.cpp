@@ -28,7 +28,7 @@ void printBenchHelp() {
       "                     [--seconds=S] [--dir=DIR] [--csv=FILE] [--check]\n"
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
-      "                     [--tpcc-warehouse=home|random]\n"
+      "                     [--tpcc-warehouse=home|random] [--tpcc-locks=on|off]\n"
       "                     [--warmup=S] [--trace=FILE]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
@@ -70,6 +70,8 @@ void printBenchHelp() {
       "record every page access of the run into FILE for `vmstore sim` (docs/POLICIES.md).\n"
       "--tpcc-warehouse=random (tpcc): each transaction on a uniformly random warehouse, as\n"
       "the original vmcache code runs TPC-C; default home: each worker on its own.\n"
+      "--tpcc-locks=off (tpcc): no transaction locks, only each operation's atomicity, as\n"
+      "the original vmcache code runs it (for comparing with it; not with --check).\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -157,6 +159,7 @@ int cmdBench(int argc, char** argv) {
              {"batch", true},
              {"scan-length", true},
              {"tpcc-warehouse", true},
+             {"tpcc-locks", true},
              {"warmup", true},
              {"trace", true},
              {"vmstore-config", true}});
@@ -197,6 +200,14 @@ int cmdBench(int argc, char** argv) {
   }
   if (args.has("tpcc-warehouse") && opts.workload != "tpcc") throw UsageError("--tpcc-warehouse is for tpcc");
   opts.tpccRandomWarehouse = warehouse == "random";
+  const std::string tpccLocks = args.str("tpcc-locks", "on");
+  if (tpccLocks != "on" && tpccLocks != "off") throw UsageError("--tpcc-locks=" + tpccLocks + ": use on or off");
+  if (args.has("tpcc-locks") && opts.workload != "tpcc") throw UsageError("--tpcc-locks is for tpcc");
+  opts.tpccLocks = tpccLocks == "on";
+  if (!opts.tpccLocks && opts.check) {
+    throw UsageError("--check with --tpcc-locks=off: without the lock table concurrent transactions may break "
+                     "TPC-C's consistency conditions");
+  }
   opts.vmstoreConfig = args.str("vmstore-config", "");
   if (args.has("trace")) {
     // The page-reference string of the run, for `vmstore sim` (config trace=FILE).

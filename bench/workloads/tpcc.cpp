@@ -13,6 +13,10 @@
 namespace vmstore::bench::tpcc {
 
 void LockSet::acquire() {
+  if (!table_.enabled()) {
+    n_ = 0;
+    return;
+  }
   std::sort(ids_, ids_ + n_);
   n_ = static_cast<size_t>(std::unique(ids_, ids_ + n_) - ids_);
   for (size_t i = 0; i < n_; ++i) {
@@ -105,6 +109,7 @@ void TpccWorkload::load(Engine& engine, const RunOptions& opts,
 void TpccWorkload::run(Session& session, unsigned tid, const RunOptions& opts,
                        const std::atomic<bool>& stop, ThreadCounter& counter) {
   prepare(warehousesOf(opts));
+  shared_.locks->setEnabled(opts.tpccLocks);
   Worker worker(session, shared_, tid, seed_ ^ (0x2545f4914f6cdd1dULL * (tid + 101)));
   while (!stop.load(std::memory_order_relaxed)) {
     if (opts.tpccRandomWarehouse) worker.moveToRandomWarehouse();

@@ -22,7 +22,8 @@
 // and releases it AFTER session.commitNoWait()/abort() and before session.waitDurable()
 // (early lock release; two-phase, ordered: no deadlock, and no
 // workload lock is ever requested inside an engine transaction, so single-writer engines
-// cannot deadlock against it). Reads that need no lock: the item table (never written),
+// cannot deadlock against it). --tpcc-locks=off takes none of these locks (as the
+// original vmcache code): only each operation's own atomicity then. Reads that need no lock: the item table (never written),
 // W_TAX from the warehouse row (each get sees a whole row), and Stock-Level's reads of
 // S_QUANTITY (read-only, a concurrent NewOrder may change them, as TPC-C allows for this
 // transaction). Workers with distinct home warehouses (threads <= W) contend only on
@@ -63,6 +64,9 @@ class LockTable {
   static uint32_t stockLock(uint32_t w) { return (w - 1) * kPerWarehouse + 1; }
   static uint32_t districtLock(uint32_t w, uint32_t d) { return (w - 1) * kPerWarehouse + 1 + d; }
   internal::SpinMutex& at(uint32_t id) { return slots_[id].m; }
+  // Off (--tpcc-locks=off): lock sets take nothing, as the original vmcache code.
+  void setEnabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr uint32_t kPerWarehouse = 2 + kDistrictsPerWarehouse;
@@ -70,6 +74,7 @@ class LockTable {
     internal::SpinMutex m;  // a short wait spins before it sleeps (a waker's futex call is slow here)
   };
   std::vector<Slot> slots_;
+  std::atomic<bool> enabled_{true};  // each worker sets it as it starts, all the same
 };
 
 // A set of locks taken in ascending order and released on destruction.

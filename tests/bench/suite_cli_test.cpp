@@ -53,6 +53,9 @@ TEST(BenchOptions, BadScanLengthAndWarmupAreUsageErrors) {
                                   {{"scan", "--scan-length=0", db}, "--scan-length=0: must be at least 1"},
                                   {{"scan", "--warmup=4000", db}, "--warmup: at most 3600 seconds"},
                                   {{"scan", "--warmup=soon", db}, "--warmup=soon: not a count"},
+                                  {{"lookup", "--tpcc-locks=off", db}, "--tpcc-locks is for tpcc"},
+                                  {{"tpcc", "--tpcc-locks=maybe", db}, "--tpcc-locks=maybe: use on or off"},
+                                  {{"tpcc", "--tpcc-locks=off", "--check", db}, "--check with --tpcc-locks=off"},
                               });
   EXPECT_FALSE(std::filesystem::exists(dir.file("never"))) << "a refused run made a database";
 }

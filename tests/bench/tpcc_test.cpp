@@ -18,6 +18,7 @@
 
 #include "engine.hpp"
 #include "workload.hpp"
+#include "workloads/tpcc.hpp"
 #include "workloads/tpcc_schema.hpp"
 
 namespace {
@@ -148,6 +149,36 @@ TEST(BenchTpcc, ConsistentAfterConcurrentRunOnVmstore) {
 
   engine->close();
   fs::remove_all(dir, ec);
+}
+
+// --tpcc-locks=off: a lock set takes nothing, so a lock held elsewhere does not stop it.
+TEST(BenchTpcc, LockSetsTakeNothingWithTheLockTableOff) {
+  namespace t = vmstore::bench::tpcc;
+  t::LockTable table(2);
+  auto& district = table.at(t::LockTable::districtLock(1, 3));
+  district.lock();  // held by "another transaction"
+  table.setEnabled(false);
+  std::atomic<bool> acquired{false};
+  std::thread other([&] {
+    t::LockSet locks(table);
+    locks.add(t::LockTable::districtLock(1, 3));
+    locks.add(t::LockTable::stockLock(1));
+    locks.acquire();
+    acquired = true;
+  });
+  for (int i = 0; i < 500 && !acquired; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(acquired) << "with the table off, acquire() waited for a held lock";
+  district.unlock();  // lets it finish either way
+  other.join();
+  EXPECT_TRUE(table.at(t::LockTable::stockLock(1)).try_lock()) << "with the table off, the set took a lock";
+  table.at(t::LockTable::stockLock(1)).unlock();
+  // On again: a set holds its locks.
+  table.setEnabled(true);
+  t::LockSet locks(table);
+  locks.add(t::LockTable::stockLock(1));
+  locks.acquire();
+  EXPECT_FALSE(table.at(t::LockTable::stockLock(1)).try_lock()) << "on: the set holds its lock";
+  locks.release();
 }
 
 }  // namespace
