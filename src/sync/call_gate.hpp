@@ -11,34 +11,27 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <thread>
 
-#include "sync/thread_index.hpp"
+#include "sync/per_thread_count.hpp"
 
 namespace vmstore::internal {
 
 class CallGate {
  public:
   bool enter() {
-    std::atomic<int64_t>& slot = slots_[threadSlot()].n;
-    slot.fetch_add(1, std::memory_order_seq_cst);
+    inFlight_.add(1);
     if (closed_.load(std::memory_order_seq_cst)) {
-      slot.fetch_sub(1, std::memory_order_seq_cst);
+      inFlight_.add(-1);
       return false;
     }
     return true;
   }
-  void leave() { slots_[threadSlot()].n.fetch_sub(1, std::memory_order_seq_cst); }
+  void leave() { inFlight_.add(-1); }
 
   void close() {
     closed_.store(true, std::memory_order_seq_cst);
-    for (;;) {
-      int64_t inFlight = 0;
-      for (const Slot& s : slots_) inFlight += s.n.load(std::memory_order_seq_cst);
-      if (inFlight == 0) return;
-      std::this_thread::yield();
-    }
+    while (inFlight_.sum() != 0) std::this_thread::yield();
   }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
@@ -58,12 +51,7 @@ class CallGate {
   };
 
  private:
-  static constexpr int kSlots = 64;
-  static int threadSlot() { return static_cast<int>(threadIndex() % kSlots); }
-  struct alignas(64) Slot {
-    std::atomic<int64_t> n{0};
-  };
-  Slot slots_[kSlots];
+  PerThreadCount inFlight_;
   std::atomic<bool> closed_{false};
 };
 

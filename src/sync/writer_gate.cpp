@@ -3,26 +3,16 @@
 #include <chrono>
 #include <thread>
 
-#include "sync/thread_index.hpp"
 #include "task/scheduler.hpp"
 
 namespace vmstore::internal {
 
-std::atomic<int64_t>& WriterGate::mySlot() { return slots_[threadIndex() % kSlots].n; }
-
-bool WriterGate::sharedHeld() const {
-  int64_t sum = 0;
-  for (const Slot& s : slots_) sum += s.n.load(std::memory_order_seq_cst);
-  return sum != 0;
-}
-
 bool WriterGate::try_lock_shared() {
-  std::atomic<int64_t>& slot = mySlot();
   // The add comes before the flag's load, and an exclusive holder raises the flag before
   // it sums the slots (both sequentially consistent): one of them sees the other.
-  slot.fetch_add(1, std::memory_order_seq_cst);
+  shared_.add(1);
   if (exclusive_.load(std::memory_order_seq_cst) == 0) [[likely]] return true;
-  slot.fetch_sub(1, std::memory_order_seq_cst);
+  shared_.add(-1);
   return false;
 }
 
@@ -36,7 +26,7 @@ void WriterGate::lock_shared() {
   }
 }
 
-void WriterGate::unlock_shared() { mySlot().fetch_sub(1, std::memory_order_release); }
+void WriterGate::unlock_shared() { shared_.add(-1, std::memory_order_release); }
 
 bool WriterGate::try_lock() {
   if (!raise()) return false;

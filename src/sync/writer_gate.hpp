@@ -33,6 +33,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "sync/per_thread_count.hpp"
+
 namespace vmstore::internal {
 
 class WriterGate {
@@ -50,21 +52,16 @@ class WriterGate {
   void unlock();
 
  private:
-  static constexpr int kSlots = 64;
   static constexpr std::chrono::microseconds kRaisedAtMost{2000};
   static constexpr std::chrono::microseconds kLoweredFor{200};
-  struct alignas(64) Slot {
-    std::atomic<int64_t> n{0};
-  };
-  std::atomic<int64_t>& mySlot();
-  bool sharedHeld() const;  // the sum of the slots is not 0
+  bool sharedHeld() const { return shared_.sum() != 0; }
   // Raises the flag if it is down (true), else leaves it (false).
   bool raise() {
     uint32_t down = 0;
     return exclusive_.compare_exchange_strong(down, 1, std::memory_order_seq_cst);
   }
 
-  Slot slots_[kSlots];
+  PerThreadCount shared_;  // shared holders
   // 1 while an exclusive holder holds or waits for the gate; on a line of its own, read
   // by every shared acquire and written only by exclusive ones.
   alignas(64) std::atomic<uint32_t> exclusive_{0};
