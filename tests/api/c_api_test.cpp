@@ -369,15 +369,21 @@ TEST(CApiOpen, CreateFalseOnMissingDirectoryCreatesNothing) {
   EXPECT_TRUE(fs::is_empty(dir));
 }
 
-TEST(CApiOpen, CreateFalseOpensAnExistingDatabase) {
-  std::string dir = freshDir();
+// Opens dir with config, puts a = b into the default tree, closes.
+void putABAndClose(const std::string& dir, const char* config) {
   vms_db* db = nullptr;
-  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M", &db), VMS_OK);
+  ASSERT_EQ(vms_open(dir.c_str(), config, &db), VMS_OK) << lastError();
   vms_tree* t = nullptr;
   ASSERT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
   ASSERT_EQ(cput(t, "a", "b"), VMS_OK);
   ASSERT_EQ(vms_close(db), VMS_OK);
-  ASSERT_EQ(vms_open(dir.c_str(), "create=false,pool_size=4M", &db), VMS_OK) << lastError();
+}
+
+// Opens dir with config and expects a = b in the default tree.
+void expectABAfterOpen(const std::string& dir, const char* config) {
+  vms_db* db = nullptr;
+  ASSERT_EQ(vms_open(dir.c_str(), config, &db), VMS_OK) << lastError();
+  vms_tree* t = nullptr;
   ASSERT_EQ(vms_tree_open(db, "", 0, &t), VMS_OK);
   std::string got;
   EXPECT_EQ(cget(t, "a", &got), VMS_OK);
@@ -385,14 +391,16 @@ TEST(CApiOpen, CreateFalseOpensAnExistingDatabase) {
   EXPECT_EQ(vms_close(db), VMS_OK);
 }
 
+TEST(CApiOpen, CreateFalseOpensAnExistingDatabase) {
+  std::string dir = freshDir();
+  putABAndClose(dir, "pool_size=4M");
+  expectABAfterOpen(dir, "create=false,pool_size=4M");
+}
+
 TEST(CApiOpen, ALogWithoutItsDataFileIsRefusedNotReplayedIntoANewDatabase) {
   std::string dir = freshDir();
+  putABAndClose(dir, "pool_size=4M,durability=sync");
   vms_db* db = nullptr;
-  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M,durability=sync", &db), VMS_OK);
-  vms_tree* t = nullptr;
-  ASSERT_EQ(vms_tree_open(db, "", 1, &t), VMS_OK);
-  ASSERT_EQ(cput(t, "a", "b"), VMS_OK);
-  ASSERT_EQ(vms_close(db), VMS_OK);
   fs::rename(dir + "/data.vms", dir + "/data.vms.saved");
   std::set<std::string> before;
   for (const auto& e : fs::directory_iterator(dir)) before.insert(e.path().filename().string());
@@ -408,12 +416,7 @@ TEST(CApiOpen, ALogWithoutItsDataFileIsRefusedNotReplayedIntoANewDatabase) {
   }
   // The data file back in place, the database opens with what it held.
   fs::rename(dir + "/data.vms.saved", dir + "/data.vms");
-  ASSERT_EQ(vms_open(dir.c_str(), "pool_size=4M", &db), VMS_OK) << lastError();
-  ASSERT_EQ(vms_tree_open(db, "", 0, &t), VMS_OK);
-  std::string got;
-  EXPECT_EQ(cget(t, "a", &got), VMS_OK);
-  EXPECT_EQ(got, "b");
-  EXPECT_EQ(vms_close(db), VMS_OK);
+  expectABAfterOpen(dir, "pool_size=4M");
 }
 
 TEST(CApiOpen, SecondOpenInSameProcessIsBusy) {

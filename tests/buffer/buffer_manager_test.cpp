@@ -965,14 +965,8 @@ TEST(BufferManager, HugePagesWhileTheDataFitsThenSmallPagesAndTheBudget) {
   ASSERT_TRUE(bm.hugePagesInMemory());
   std::vector<uint64_t> pids;
   auto allocate = [&](size_t n) {
-    for (size_t i = 0; i < n; i++) {
-      Page* p = bm.allocPage(PageKind::kValue);
-      uint64_t pid = p->header.pid;
-      stamp(p, pid);
-      bm.unfixX(pid);
-      pids.push_back(pid);
-      ASSERT_LE(bm.residentPages(), bm.poolPages());
-    }
+    for (uint64_t pid : allocStamped(bm, n)) pids.push_back(pid);
+    ASSERT_LE(bm.residentPages(), bm.poolPages());
   };
   allocate(pool / 2);  // (a pool nearly full evicts ahead, which splits huge pages)
   EXPECT_GE(anonHugeBytesAround(bm.pageAt(1)), 2u << 20) << "the pool's pages came in huge pages";
