@@ -559,11 +559,14 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"bytes_written\":" << result.stats.bytesWritten
        << ",\"log_bytes\":" << since(result.stats.logBytes, atStart.logBytes)
        << ",\"log_syncs\":" << since(result.stats.logSyncs, atStart.logSyncs)
-       // TLB shootdown interrupts (all CPUs, /proc/interrupts) per page evicted in the
-       // measured phase: how well eviction batches its page-table changes.
+       // TLB shootdown interrupts (all CPUs, /proc/interrupts) after loading, and per page
+       // evicted meanwhile: how well eviction batches its page-table changes (null when
+       // nothing was evicted: the count then has nothing to do with eviction).
+       << ",\"tlb_shootdowns\":" << since(prevTlb, tlbAtStart)
        << ",\"tlb_shootdowns_per_eviction\":"
-       << fixed(static_cast<double>(since(prevTlb, tlbAtStart)) /
-                    std::max<uint64_t>(1, since(prev.evictions, atStart.evictions)), 3);
+       << (since(prev.evictions, atStart.evictions) == 0
+               ? std::string("null")
+               : fixed(static_cast<double>(since(prevTlb, tlbAtStart)) / since(prev.evictions, atStart.evictions), 3));
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
   }

@@ -168,6 +168,10 @@ TEST_P(WorkloadOnEngine, RunsAtTinyScale) {
   EXPECT_EQ(json.count("load_s"), 1u);
   EXPECT_EQ(json.count("seconds"), 1u);
   EXPECT_EQ(json["check"], "ok");
+  EXPECT_EQ(json.count("tlb_shootdowns"), 1u);
+  if (json["evictions"] == "0") {  // a 64 MiB pool holds the tiny data: nothing evicted
+    EXPECT_EQ(json["tlb_shootdowns_per_eviction"], "null") << "no evictions to divide by";
+  }
 
   // --csv holds the same CSV rows (no JSON line).
   std::ifstream csv(opts.csv);
