@@ -42,6 +42,49 @@ TEST(ValuePatch, TurnsTheOldValueIntoTheNewOne) {
   }
 }
 
+// The ranges by the rule of the header, byte by byte: each differing byte, merged with
+// the next when less than kMergeGap bytes lie between them. (The encoder compares words.)
+std::vector<std::pair<size_t, size_t>> rangesByTheRule(const std::string& a, const std::string& b) {
+  std::vector<std::pair<size_t, size_t>> out;  // (offset, length)
+  for (size_t i = 0; i < a.size(); i++) {
+    if (a[i] == b[i]) continue;
+    if (!out.empty() && i - (out.back().first + out.back().second) < kMergeGap) {
+      out.back().second = i + 1 - out.back().first;
+    } else {
+      out.push_back({i, 1});
+    }
+  }
+  return out;
+}
+
+TEST(ValuePatch, RangesFollowTheMergeRuleExactly) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 5000; round++) {
+    size_t n = rng() % 300 + 1;
+    std::string old(n, '\0');
+    for (char& c : old) c = static_cast<char>(rng() % 3);
+    std::string next = old;
+    for (int c = static_cast<int>(rng() % 8); c > 0; c--) {
+      size_t at = rng() % n;
+      size_t len = std::min<size_t>(n - at, rng() % 20 + 1);
+      for (size_t i = at; i < at + len; i++) {
+        if (rng() % 3 != 0) next[i] = static_cast<char>(rng() % 3);  // gaps of every width inside
+      }
+    }
+    std::string patch;
+    if (!encodePatch(bytes(old), bytes(next), &patch)) continue;
+    std::vector<std::pair<size_t, size_t>> got;
+    for (size_t p = 4; p < patch.size();) {
+      uint32_t off, len;
+      std::memcpy(&off, patch.data() + p, 4);
+      std::memcpy(&len, patch.data() + p + 4, 4);
+      got.push_back({off, len});
+      p += 8 + len;
+    }
+    ASSERT_EQ(got, rangesByTheRule(old, next)) << "round " << round << ", " << n << " bytes";
+  }
+}
+
 TEST(ValuePatch, ARowUpdateIsSmallAndAWholeNewValueIsNotAPatch) {
   std::string row(320, 'r');
   std::string next = row;
