@@ -103,6 +103,7 @@ class VmstoreSession : public Session {
   std::vector<std::optional<Iterator>> iterators_;  // by table
   std::vector<Status> statuses_;  // getMany's, reused
   PendingWrites pending_;
+  WriteBatch batch_;          // commitNoWait's, reused
   uint64_t commitPoint_ = 0;  // of the last commitNoWait, until waitDurable
 };
 
@@ -206,15 +207,15 @@ void VmstoreSession::commitNoWait() {
   if (!pending_.open) return;
   Status s;
   if (pending_.count > 0) {
-    WriteBatch batch;
+    batch_.clear();  // keeps its capacity: no regrowth per transaction
     for (size_t t = 0; t < pending_.tables.size() && s.ok(); t++) {
       Tree* tree = engine_->tree(static_cast<int>(t));
       for (auto& [key, value] : pending_.tables[t]) {
-        s = value ? batch.put(tree, key, *value) : batch.del(tree, key);
+        s = value ? batch_.put(tree, key, *value) : batch_.del(tree, key);
         if (!s.ok()) break;
       }
     }
-    if (s.ok()) s = engine_->db()->writeNoWait(batch, &commitPoint_);
+    if (s.ok()) s = engine_->db()->writeNoWait(batch_, &commitPoint_);
   }
   pending_.clear();
   if (!s.ok()) fail("commit", s);
