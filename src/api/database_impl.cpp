@@ -271,6 +271,7 @@ Status DatabaseImpl::create(const std::string& path) {
     sb.pageCount = bm_->pageCount();
     sb.catalogRoot = root;
     sb.clean = true;
+    sb.databaseId = newDatabaseId();
     auto page = std::make_unique<Page>();
     encodeSuperblock(sb, 0, page.get());
     if (s.ok()) s = f.writePage(0, page.get());
@@ -322,6 +323,7 @@ Status DatabaseImpl::recoverAndLoad() {
     bm_->freeSpace().assign(std::move(free));
     catalog_ = std::make_unique<BTree>(*bm_, sb.catalogRoot);
     sb_ = sb;
+    log_.setDatabaseId(sb.databaseId);
     checkpoints_.store(sb.checkpoints, std::memory_order_relaxed);
     uint32_t epoch = static_cast<uint32_t>(sb.checkpoints + 1);
     journal_.begin(epoch, sb.pageCount);

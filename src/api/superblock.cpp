@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 
 namespace vmstore::internal {
@@ -22,6 +23,8 @@ struct SuperblockPage {
   uint64_t freeCount;
   uint64_t checkpoints;
   uint32_t clean;
+  uint32_t pad;
+  uint64_t databaseId;  // version 4; zero in older files
 };
 
 struct FreeListPage {
@@ -71,6 +74,7 @@ Status decodeSuperblock(const Page* page, const std::string& path, Superblock* s
   sb->freeCount = p->freeCount;
   sb->checkpoints = p->checkpoints;
   sb->clean = p->clean == 1;
+  sb->databaseId = p->formatVersion >= 4 ? p->databaseId : 0;
   if (sb->pageCount < 2 || sb->catalogRoot == 0 || sb->catalogRoot >= sb->pageCount ||
       sb->freeListHead >= sb->pageCount || sb->freeCount >= sb->pageCount) {
     return Status::Corruption("superblock of " + path + " holds impossible values");
@@ -91,7 +95,16 @@ void encodeSuperblock(const Superblock& sb, uint32_t epoch, Page* page) {
   p->freeCount = sb.freeCount;
   p->checkpoints = sb.checkpoints;
   p->clean = sb.clean ? 1 : 0;
+  p->databaseId = sb.databaseId;
   sealPage(page, 0, epoch);
+}
+
+uint64_t newDatabaseId() {
+  std::random_device rd;
+  for (;;) {
+    uint64_t id = (uint64_t{rd()} << 32) | rd();
+    if (static_cast<uint32_t>(id) != 0) return id;
+  }
 }
 
 uint64_t freeListPages(uint64_t entries) { return (entries + FreeListPage::kCapacity - 1) / FreeListPage::kCapacity; }

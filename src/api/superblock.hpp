@@ -22,11 +22,12 @@ namespace vmstore::internal {
 
 // Version 2 added patch records to the operation log (wal/log_record.hpp); version 3
 // log records sum their payload before their header (a flag in each record says which
-// order it uses). This build writes 3 and reads 1 to 3 (an older database takes 3 at
-// its next checkpoint). An older build refuses a newer file; one that crashed before
-// that first checkpoint may leave records that such a build would take for the log's
-// end.
-inline constexpr uint32_t kFormatVersion = 3;
+// order it uses); version 4 added the database id (a database created with it binds its
+// log to itself: wal/op_log.hpp). This build writes 4 and reads 1 to 4 (an older
+// database takes 4 at its next checkpoint, keeping id 0). An older build refuses a newer
+// file; one that crashed before that first checkpoint may leave records that such a
+// build would take for the log's end.
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
 struct Superblock {
@@ -36,7 +37,13 @@ struct Superblock {
   uint64_t freeCount = 0;    // ids in the free list
   uint64_t checkpoints = 0;  // checkpoints written so far
   bool clean = false;
+  // Random, chosen at creation (never 0 in its low 32 bits); 0 in a database created
+  // before version 4. The log's records carry its low 32 bits, so a log file of another
+  // database is refused instead of replayed.
+  uint64_t databaseId = 0;
 };
+// A new database's id.
+uint64_t newDatabaseId();
 
 Status readSuperblock(const DataFile& file, Superblock* sb);
 // The superblock as a page image (sealed as page 0 of interval `epoch`), and back.

@@ -122,6 +122,9 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
       }
     }
     if (c != RecordCheck::kValid) break;
+    if (databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) {
+      return Status::Corruption(seg.path + " holds the log of another database; move it out of the directory");
+    }
     s = fn(ops);
     if (!s.ok()) return s;
     info->records++;
@@ -137,6 +140,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   // database does not hold log_size of allocated space).
   limit_ = roundUp(options_.log_size / 2, kAllocationUnit);
   salt_ = newSalt();
+  if (databaseTag_ != 0) salt_ = (salt_ & ~uint64_t{0xffffffff}) | databaseTag_;
   mapped_ = options_.durability == Durability::kAsync;
   for (Segment& seg : segs_) {
     // Mapped: the file is mapped over this reservation as it grows. Buffered: anonymous

@@ -34,6 +34,12 @@
 // - replay(e) reads the records of epoch e from the start of its file, in order, up to
 //   the first record that is short, torn or not of this epoch and session (salt), and
 //   hands each record's operations to fn.
+// - setDatabaseId(id), before replay and startWriting, binds the log to its database:
+//   every session's salt carries the id's low 32 bits, and replay refuses (Corruption)
+//   a file whose records are whole and of the right epoch but carry another database's
+//   id (a log copied or left in from elsewhere), instead of replaying it or reusing the
+//   file. Id 0 (a database created before format version 4): salts are random, nothing
+//   is checked.
 // - Thread-safe: append, reserve, cut, covered and waitDurable from any thread (cut
 //   while no reservation is open); open, replay, discard, startWriting and close from one
 //   thread with no appender running.
@@ -74,6 +80,7 @@ class OpLog {
   // Opens the log files that exist (a missing one is empty: the first append creates
   // it, so a session that only reads writes nothing).
   Status open(const std::string& dir, const Options& options);
+  void setDatabaseId(uint64_t id) { databaseTag_ = static_cast<uint32_t>(id); }
   Status replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info);
   // After a checkpoint holding everything replayed: empties both files (synced), so no
   // record is replayed twice.
@@ -132,6 +139,7 @@ class OpLog {
   Segment segs_[2];
   int cur_ = 0;  // segment of the current interval
   uint64_t salt_ = 0;
+  uint32_t databaseTag_ = 0;  // low 32 bits of the database id in every salt (0: none)
   uint32_t epoch_ = 0;
   uint64_t limit_ = 0;  // per file: half of log_size
   bool mapped_ = false;  // durability async: appends are stores into the file's mapping

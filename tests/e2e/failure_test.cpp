@@ -523,6 +523,54 @@ TEST(Failures, ForkedChildDoesNotKeepTheLock) {
   close(toChild[1]);
 }
 
+// A log file of another database (copied in, or left from an earlier one) whose records
+// are whole and of the expected interval is refused, not replayed into this database.
+TEST(Failures, ALogOfAnotherDatabaseIsRefusedNotReplayed) {
+  const std::string base = freshDir();
+  const std::string a = base + "/a";
+  const std::string b = base + "/b";
+  // A and B: each killed after acknowledged writes, so each log holds its writes, in the
+  // same interval (the first after creation).
+  for (const std::string& dir : {a, b}) {
+    std::string out = runAndKill([&](int fd) {
+      std::unique_ptr<vmstore::Database> db;
+      if (!vmstore::Database::open(dir, "pool_size=1M,durability=sync", &db).ok()) return report(fd, 'O');
+      vmstore::Tree* t;
+      db->openTree("", true, &t);
+      for (int i = 0; i < 10; i++) t->put(key(i), val(dir == a ? 0 : 1, i));
+      report(fd, 'w');
+      (void)db.release();  // killed with it open: no close, no checkpoint
+    });
+    ASSERT_EQ(out, "w");
+  }
+  std::vector<std::string> logs;
+  for (const char* name : {"log-0.vms", "log-1.vms"}) {
+    if (fs::exists(b + "/" + name) && fs::file_size(b + "/" + name) > 0) logs.push_back(name);
+  }
+  ASSERT_FALSE(logs.empty()) << "B left no log";
+  for (const std::string& name : logs) fs::copy_file(b + "/" + name, a + "/" + name, fs::copy_options::overwrite_existing);
+
+  std::unique_ptr<vmstore::Database> db;
+  Status s = vmstore::Database::open(a, "pool_size=1M", &db);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.toString();
+  EXPECT_NE(s.message().find("log of another database"), std::string::npos) << s.toString();
+  ASSERT_FALSE(db);
+  // Moved away, A opens at its last checkpoint (its own log was overwritten by the copy)
+  // with none of B's writes.
+  for (const std::string& name : logs) fs::rename(a + "/" + name, a + "/" + name + ".foreign");
+  db = openDb(a, "pool_size=1M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  if (db->openTree("", false, &t).ok()) EXPECT_TRUE(scanForward(t).empty()) << "B's writes in A";
+  VMS_ASSERT_OK(db->close());
+  // B itself recovers its writes from the same log.
+  db = openDb(b, "pool_size=1M");
+  ASSERT_TRUE(db);
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  EXPECT_TRUE(holdsVersion(t, 1, 10));
+  VMS_ASSERT_OK(db->close());
+}
+
 TEST(Failures, AnotherProcessIsRefusedWhileOpen) {
   std::string dir = freshDir();
   auto db = openDb(dir, "pool_size=1M");
