@@ -174,9 +174,18 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   }
   if (s.ok()) s = db->log_.open(dir, options);
   auto recoveryStart = std::chrono::steady_clock::now();
-  if (s.ok()) s = db->recoverAndLoad();
-  if (s.ok() && options.huge_pages) db->bm_->useHugePagesWhileInMemory();
-  if (s.ok()) s = db->replayLog();
+  if (s.ok()) {
+    s = db->recoverAndLoad();
+    if (s.ok() && options.huge_pages) db->bm_->useHugePagesWhileInMemory();
+    if (s.ok()) s = db->replayLog();
+    if (s.code() == Status::Code::kNoSpace) {
+      // The checkpoint and the log are as they were (a later attempt reuses the space
+      // this one took): say so, and what to do.
+      s = Status::NoSpace("recovering " + dir + " needs more space (" + s.message() +
+                          "); nothing acknowledged is lost: free space on the device (or, if the data file "
+                          "reached max_size, raise it) and open again");
+    }
+  }
   db->recovery_.recovery_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                         std::chrono::steady_clock::now() - recoveryStart)
                                                         .count());

@@ -200,11 +200,13 @@ Status DataFile::writePage(uint64_t pid, const void* buf, uint64_t pages) const 
     ssize_t r = io().pwrite(fd_, path_, in + done, bytes - done, pid * kPageSize + done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return ioStatus("write of page " + std::to_string(pid + done / kPageSize), errno);
+      return ioStatus("write of page " + std::to_string(pid + done / kPageSize) + " of " + path_, errno);
     }
     size_t whole = static_cast<size_t>(r) / kPageSize * kPageSize;
     if (whole == bytes - done) return Status::OK();
-    if (++shortWrites > 3) return ioStatus("write of page " + std::to_string(pid + done / kPageSize), ENOSPC);
+    if (++shortWrites > 3) {
+      return ioStatus("write of page " + std::to_string(pid + done / kPageSize) + " of " + path_, ENOSPC);
+    }
     done += whole;
   }
   return Status::OK();
@@ -285,7 +287,8 @@ Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
           for (size_t k = 0; k < run.count; k++) retry.push_back(run.first + k);  // rewritten whole
         } else if (failed.ok()) {
           failed = ioStatus("write of page " + std::to_string(writes[run.first].pid) +
-                                (run.count > 1 ? " (and the " + std::to_string(run.count - 1) + " after it)" : ""),
+                                (run.count > 1 ? " (and the " + std::to_string(run.count - 1) + " after it)" : "") +
+                                " of " + path_,
                             -res);
         }
       }

@@ -363,6 +363,111 @@ TEST(Failures, FailedCloseSyncReopensAtTheLastGoodCheckpoint) {
   expectCheckOk(db.get());
 }
 
+// The bytes of the files in dir: what FaultIo's space limit counts (their sizes).
+uint64_t dirBytes(const std::string& dir) {
+  uint64_t sum = 0;
+  for (const fs::path& p : regularFiles(dir)) sum += fileSize(p);
+  return sum;
+}
+
+// A database killed with acknowledged writes in its log since the last checkpoint must
+// recover on open, which needs space (the replay's evictions, its checkpoint). On a full
+// device that open fails with NoSpace, saying what to do; the user frees space and opens
+// again. A failed attempt must not keep space it does not reuse, or "free space and open
+// again" needs more than the recovery needs, more with every attempt. Here the device
+// has a page, half, or all but a page of what the recovery needs (found on copies, to
+// the page); three opens fail, then exactly the missing space is freed: the open
+// succeeds with every acknowledged write. The space part held before (a guard: an
+// attempt's pages written past the data file's end are written again by the next at
+// the same place, its journal frames are truncated by the next); the message did not:
+// it was the bare write's ("write of page 415: No space left on device"), naming
+// neither the file nor what to do.
+TEST(Failures, RecoveryOnAFullDeviceSucceedsOnceTheSpaceItNeedsIsFree) {
+  std::string dir = freshDir();
+  const int n = scaled(3000, 1000);
+  const std::string value(300, 'x');
+  // The writer's pool holds everything (its journal gets nothing after the checkpoint);
+  // the recovering opens' small pool makes the replay evict.
+  std::string out = runAndKill([&](int fd) {
+    std::unique_ptr<vmstore::Database> db;
+    if (!vmstore::Database::open(dir, "pool_size=64M,durability=async", &db).ok()) return report(fd, 'O');
+    vmstore::Tree* t;
+    if (!db->openTree("", true, &t).ok()) return report(fd, 'T');
+    for (int i = 0; i < n; i++) {
+      if (!t->put(key(i), val(1, i) + value).ok()) return report(fd, 'P');
+    }
+    report(fd, db->sync().ok() ? 's' : 'S');
+    bool ok = true;
+    for (int i = 0; i < 2 * n; i++) ok &= t->put(key(i), val(2, i) + value).ok();
+    report(fd, ok ? 'w' : 'W');  // acknowledged: in the log (the page cache), not checkpointed
+    raise(SIGKILL);              // before db's close checkpoints them
+  });
+  ASSERT_EQ(out, "sw");
+  const std::string config = "pool_size=1M,durability=async";
+  FaultScope faults;
+  // Opens dir with `free` bytes left on the device; the status, the database on success.
+  auto openWith = [&](const std::string& d, uint64_t free, std::unique_ptr<vmstore::Database>* db) {
+    faults.io().spaceLimit(free);
+    Status s = vmstore::Database::open(d, config, db);
+    faults.io().clearSpaceLimit();
+    return s;
+  };
+  // The least space the recovery needs, to the page, found on copies of dir.
+  std::string trial = freshDir("trial");
+  auto recoversWith = [&](uint64_t free) {
+    copyDir(dir, trial);
+    std::unique_ptr<vmstore::Database> db;
+    Status s = openWith(trial, free, &db);
+    EXPECT_TRUE(s.ok() || s.code() == Status::Code::kNoSpace) << s.toString();
+    return s.ok();
+  };
+  uint64_t lo = 0;            // pages known too few
+  uint64_t hi = 64 << 20 >> 12;  // pages known enough
+  ASSERT_TRUE(recoversWith(hi << 12));
+  ASSERT_FALSE(recoversWith(0)) << "the recovery needs no space: the test shows nothing";
+  while (hi - lo > 1) {
+    uint64_t mid = (lo + hi) / 2;
+    (recoversWith(mid << 12) ? hi : lo) = mid;
+  }
+  const uint64_t need = hi << 12;
+  // With `first` bytes free at first (and the device's size fixed: what an attempt keeps
+  // is not free for the next), three opens fail; then exactly the missing space is freed.
+  std::string work = freshDir("attempts");
+  auto failThenRecover = [&](uint64_t first) {
+    SCOPED_TRACE("recovery needs " + std::to_string(need) + " bytes, " + std::to_string(first) + " free at first");
+    copyDir(dir, work);
+    const uint64_t start = dirBytes(work);
+    uint64_t capacity = start + first;
+    std::vector<uint64_t> held;  // the directory's bytes after each failed attempt
+    for (int attempt = 0; attempt < 3; attempt++) {
+      std::unique_ptr<vmstore::Database> db;
+      Status s = openWith(work, capacity - std::min(capacity, dirBytes(work)), &db);
+      ASSERT_EQ(s.code(), Status::Code::kNoSpace) << "attempt " << attempt << ": " << s.toString();
+      EXPECT_NE(s.message().find("free space"), std::string::npos) << "the message does not say what to do: " << s.toString();
+      held.push_back(dirBytes(work));
+    }
+    EXPECT_LE(held[1], held[0]) << "a failed attempt kept space the next did not reuse";
+    EXPECT_LE(held[2], held[0]) << "a failed attempt kept space the next did not reuse";
+    // Free exactly what was missing: the device now has what the recovery needs.
+    capacity = start + need;
+    std::unique_ptr<vmstore::Database> db;
+    Status s = openWith(work, capacity - std::min(capacity, dirBytes(work)), &db);
+    ASSERT_TRUE(s.ok()) << "with the space the recovery needs free again: " << s.toString();
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", false, &t));
+    KV got = scanForward(t);
+    ASSERT_EQ(got.size(), static_cast<size_t>(2 * n));
+    for (int i = 0; i < 2 * n; i++) {
+      ASSERT_EQ(got[static_cast<size_t>(i)].first, key(i));
+      ASSERT_EQ(got[static_cast<size_t>(i)].second, val(2, i) + value) << "acknowledged put of " << key(i) << " lost";
+    }
+    expectCheckOk(db.get());
+    VMS_ASSERT_OK(db->close());
+  };
+  // Failing early in the replay, half way, and at the last page (the checkpoint's commit).
+  for (uint64_t first : {uint64_t{4096}, need / 2 / 4096 * 4096, need - 4096}) failThenRecover(first);
+}
+
 TEST(Failures, FailedCreationLeavesNothingBehind) {
   // Item 5: a failed or killed first open poisoned the directory for good.
   std::string dir = freshDir();
