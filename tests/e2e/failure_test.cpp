@@ -9,10 +9,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <thread>
 
+#include "buffer/page.hpp"
 #include "os/fault_io.hpp"
 #include "test_util.hpp"
 
@@ -674,6 +676,71 @@ TEST(Failures, ALogOfAnotherDatabaseIsRefusedNotReplayed) {
   VMS_ASSERT_OK(db->openTree("", false, &t));
   EXPECT_TRUE(holdsVersion(t, 1, 10));
   VMS_ASSERT_OK(db->close());
+}
+
+// Rewrites the superblock of the closed database in dir as format version 3 wrote it:
+// version 3 and no database id (the bytes after `clean` were zero).
+void makeFormatVersion3(const std::string& dir) {
+  constexpr size_t kVersionAt = 40, kIdAt = 96;  // in api/superblock.cpp's SuperblockPage
+  vmstore::internal::Page page;
+  {
+    std::ifstream in(dir + "/data.vms", std::ios::binary);
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(&page), sizeof page));
+  }
+  auto* b = reinterpret_cast<uint8_t*>(&page);
+  uint32_t version;
+  std::memcpy(&version, b + kVersionAt, 4);
+  ASSERT_EQ(version, 4u) << "this build's format";
+  version = 3;
+  std::memcpy(b + kVersionAt, &version, 4);
+  std::memset(b + kIdAt, 0, 8);
+  vmstore::internal::sealPage(&page, 0, page.header.epoch);
+  std::fstream out(dir + "/data.vms", std::ios::binary | std::ios::in | std::ios::out);
+  ASSERT_TRUE(out.write(reinterpret_cast<const char*>(&page), sizeof page));
+}
+
+uint64_t superblockWord(const std::string& dir, size_t at) {
+  uint64_t v = 0;
+  std::ifstream in(dir + "/data.vms", std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(at));
+  in.read(reinterpret_cast<char*>(&v), 8);
+  return v;
+}
+
+// A database of format version 3 (no id) recovers its log, takes version 4 at its next
+// checkpoint keeping id 0, and its later sessions' logs are still recovered: an id given
+// to it later would make a running session's records look foreign.
+TEST(Failures, ADatabaseOfFormatVersion3KeepsRecoveringItsLogWithoutAnId) {
+  const std::string dir = freshDir();
+  {
+    auto db = openDb(dir, "pool_size=1M");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", true, &t));
+    for (int i = 0; i < 10; i++) VMS_ASSERT_OK(t->put(key(i), val(1, i)));
+    VMS_ASSERT_OK(db->close());
+  }
+  makeFormatVersion3(dir);
+  for (int version = 2; version <= 3; version++) {
+    std::string out = runAndKill([&](int fd) {
+      std::unique_ptr<vmstore::Database> db;
+      if (!vmstore::Database::open(dir, "pool_size=1M,durability=sync", &db).ok()) return report(fd, 'O');
+      vmstore::Tree* t;
+      db->openTree("", false, &t);
+      for (int i = 0; i < 10; i++) t->put(key(i), val(version, i));
+      report(fd, 'w');
+      (void)db.release();  // killed with it open: the log holds the writes
+    });
+    ASSERT_EQ(out, "w");
+    auto db = openDb(dir, "pool_size=1M");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", false, &t));
+    EXPECT_TRUE(holdsVersion(t, version, 10)) << "the log of session " << version << " was not replayed";
+    VMS_ASSERT_OK(db->close());
+    EXPECT_EQ(superblockWord(dir, 40) & 0xffffffff, 4u) << "version 4 after the checkpoint";
+    EXPECT_EQ(superblockWord(dir, 96), 0u) << "no id given to an existing database";
+  }
 }
 
 TEST(Failures, AnotherProcessIsRefusedWhileOpen) {
