@@ -566,9 +566,13 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"tlb_shootdowns_per_eviction\":"
        << (since(prev.evictions, atStart.evictions) == 0
                ? std::string("null")
-               : fixed(static_cast<double>(since(prevTlb, tlbAtStart)) / since(prev.evictions, atStart.evictions), 3));
+               : fixed(static_cast<double>(since(prevTlb, tlbAtStart)) / since(prev.evictions, atStart.evictions), 6));
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
+  }
+  if (opts.workload == "tpcc") {
+    json << ",\"tpcc_warehouse\":" << jsonString(opts.tpccRandomWarehouse ? "random" : "home")
+         << ",\"tpcc_locks\":" << jsonString(opts.tpccLocks ? "on" : "off");
   }
   if (opts.check) json << ",\"check\":" << (result.ok ? "\"ok\"" : "\"failed\"");
   json << "}";

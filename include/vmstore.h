@@ -2,8 +2,9 @@
  *
  * Contract
  * - Every call returns a status: VMS_OK (0), VMS_NOTFOUND (1) or a negative error.
- *   vms_strerror() names a status; vms_last_error() gives the detail message of the
- *   last failed call on the calling thread (for example which config key was unknown).
+ *   vms_strerror() names a status; vms_last_error() gives the message of the last
+ *   failed call on the calling thread, which starts with that name (for example
+ *   "invalid argument: unknown config key ...").
  * - Bad input (NULL handles or pointers, oversized keys or values, unknown config keys)
  *   returns an error and changes nothing that is stored.
  * - Every call is safe from many threads on the same handles, except that an iterator
@@ -129,7 +130,10 @@ const char* vms_last_error(void);
  *                    move_pages)
  * Unknown keys or malformed values: VMS_EINVAL, nothing created.
  * Opening a database that is open elsewhere: VMS_EBUSY. A damaged data file (bad
- * superblock, an existing but empty file): VMS_ECORRUPT. The address space for
+ * superblock, an existing but empty file): VMS_ECORRUPT. Also VMS_ECORRUPT: a
+ * directory that holds a log or journal file but no data.vms (the data file was lost;
+ * nothing is created), and a log file of another database in the directory (it is
+ * neither replayed nor overwritten). The address space for
  * max_size cannot be reserved: VMS_ENOMEM. Creating a database is atomic: an open that
  * fails or is killed while creating leaves no database behind. */
 int vms_open(const char* dir, const char* config, vms_db** db);

@@ -206,7 +206,7 @@ int cmdBench(int argc, char** argv) {
   opts.tpccLocks = tpccLocks == "on";
   if (!opts.tpccLocks && opts.check) {
     throw UsageError("--check with --tpcc-locks=off: without the lock table concurrent transactions may break "
-                     "TPC-C's consistency conditions");
+                     "TPC-C's consistency conditions (drop --check, or use --tpcc-locks=on)");
   }
   opts.vmstoreConfig = args.str("vmstore-config", "");
   if (args.has("trace")) {

@@ -68,6 +68,7 @@ int cmdStats(int argc, char** argv) {
   line("release_calls", st.release_calls);
   line("read_ahead_pages", st.read_ahead_pages);
   line("huge_page_bytes", st.huge_page_bytes);
+  line("huge_pages_in_memory", st.huge_pages_in_memory);
   line("victim_ns", st.victim_ns);
   line("victims_kept", st.victims_kept);
   line("policy_bytes", st.policy_bytes);

@@ -22,6 +22,10 @@ struct Stats {
   // short of free huge pages may use small ones for some). 0 where the kernel has THP
   // off ("never") or with memory tiers.
   uint64_t huge_page_bytes = 0;
+  // 1 while config huge_pages=true is in effect: the data file fits in the pool, and
+  // the pool's pages come in huge pages (this is not counted in huge_page_bytes); 0
+  // without the option, once the file outgrew the pool, with tiers or where THP is off.
+  uint64_t huge_pages_in_memory = 0;
   // Replacement (config policy, resident_set): time spent choosing eviction candidates
   // (the clock's sweep or the policy's choice), candidates that were in use and stayed,
   // and the memory the policy's and the resident set's structures take now.

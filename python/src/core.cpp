@@ -798,6 +798,7 @@ class DbCore {
     d["release_calls"] = s.release_calls;
     d["read_ahead_pages"] = s.read_ahead_pages;
     d["huge_page_bytes"] = s.huge_page_bytes;
+    d["huge_pages_in_memory"] = s.huge_pages_in_memory;
     d["victim_ns"] = s.victim_ns;
     d["victims_kept"] = s.victims_kept;
     d["policy_bytes"] = s.policy_bytes;

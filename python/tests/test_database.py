@@ -76,6 +76,7 @@ def test_sync_and_stats(db):
         "release_calls",
         "read_ahead_pages",
         "huge_page_bytes",
+        "huge_pages_in_memory",
         "victim_ns",
         "victims_kept",
         "policy_bytes",

@@ -136,7 +136,7 @@ Status Options::parse(std::string_view config, Options* out) {
                                                      : nullptr) {
       if (!parseBool(value, flag)) {
         return Status::InvalidArgument("config " + std::string(key) + "='" + std::string(value) +
-                                       "' is not true or false");
+                                       "' is not a boolean (true, false, yes, no, on, off, 1 or 0)");
       }
     } else if (key == "io") {
       if (value == "uring") {

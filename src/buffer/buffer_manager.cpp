@@ -1071,6 +1071,7 @@ void BufferManager::fillStats(Stats* s) const {
   s->release_calls = counters_.sum(Counter::kReleaseCalls);
   s->read_ahead_pages = counters_.sum(Counter::kReadAheadPages);
   s->huge_page_bytes = counters_.sum(Counter::kHugePageBytes);
+  s->huge_pages_in_memory = hugePagesInMemory() ? 1 : 0;
   s->victim_ns = counters_.sum(Counter::kVictimNanos);
   s->victims_kept = counters_.sum(Counter::kVictimsKept);
   s->policy_bytes = policy_ ? policy_->memoryBytes() : 0;

@@ -123,7 +123,9 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
     }
     if (c != RecordCheck::kValid) break;
     if (databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) {
-      return Status::Corruption(seg.path + " holds the log of another database; move it out of the directory");
+      return Status::Corruption(seg.path + " holds the log of another database, so it is not replayed: move it out "
+                                "of the directory (if it replaced this database's own log file, put that back; "
+                                "without it the writes after the last checkpoint are lost)");
     }
     s = fn(ops);
     if (!s.ok()) return s;

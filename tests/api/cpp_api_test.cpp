@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../e2e/test_util.hpp"
+#include "os/memory.hpp"
 #include "vmstore/vmstore.hpp"
 
 namespace {
@@ -150,6 +151,28 @@ TEST(CppStatus, NamesAndStrings) {
 }
 
 // ---- Database::open / close --------------------------------------------------------------
+
+// huge_pages: stats say whether it is in effect (the data fits the pool) or not.
+TEST(CppDatabase, StatsSayWhetherHugePagesAreInEffect) {
+  std::string dir = freshDir();
+  std::unique_ptr<Database> db;
+  VMS_ASSERT_OK(Database::open(dir, "pool_size=8M", &db));
+  EXPECT_EQ(db->stats().huge_pages_in_memory, 0u) << "off by default";
+  VMS_ASSERT_OK(db->close());
+  db.reset();
+  VMS_ASSERT_OK(Database::open(dir, "pool_size=8M,huge_pages=true", &db));
+  const bool thp = vmstore::internal::transparentHugePagesOn();
+  EXPECT_EQ(db->stats().huge_pages_in_memory, thp ? 1u : 0u);
+  Tree* t = nullptr;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  // Grow the file beyond the pool: the mode ends.
+  const std::string value(3000, 'v');
+  for (int i = 0; db->stats().page_count <= db->stats().pool_pages; i++) {
+    VMS_ASSERT_OK(t->put("k" + std::to_string(i), value));
+  }
+  EXPECT_EQ(db->stats().huge_pages_in_memory, 0u) << "the file outgrew the pool";
+  VMS_ASSERT_OK(db->close());
+}
 
 TEST(CppDatabase, OpenWithOptionsAndWithConfigString) {
   std::string dir = freshDir();

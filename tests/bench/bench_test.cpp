@@ -169,6 +169,10 @@ TEST_P(WorkloadOnEngine, RunsAtTinyScale) {
   EXPECT_EQ(json.count("seconds"), 1u);
   EXPECT_EQ(json["check"], "ok");
   EXPECT_EQ(json.count("tlb_shootdowns"), 1u);
+  if (c.workload == "tpcc") {  // the mode is in the results
+    EXPECT_EQ(json["tpcc_locks"], "on");
+    EXPECT_EQ(json["tpcc_warehouse"], "home");
+  }
   if (json["evictions"] == "0") {  // a 64 MiB pool holds the tiny data: nothing evicted
     EXPECT_EQ(json["tlb_shootdowns_per_eviction"], "null") << "no evictions to divide by";
   }
