@@ -22,12 +22,13 @@
 // and releases it AFTER session.commitNoWait()/abort() and before session.waitDurable()
 // (early lock release; two-phase, ordered: no deadlock, and no
 // workload lock is ever requested inside an engine transaction, so single-writer engines
-// cannot deadlock against it). --tpcc-locks=off takes none of these locks (as the
-// original vmcache code): only each operation's own atomicity then. Reads that need no lock: the item table (never written),
+// cannot deadlock against it). Reads that need no lock: the item table (never written),
 // W_TAX from the warehouse row (each get sees a whole row), and Stock-Level's reads of
 // S_QUANTITY (read-only, a concurrent NewOrder may change them, as TPC-C allows for this
 // transaction). Workers with distinct home warehouses (threads <= W) contend only on
 // remote accesses (remote stock in NewOrder, remote customer in Payment).
+// --tpcc-locks=off takes none of these locks, as the original vmcache code takes none:
+// only each operation's own atomicity then, and the consistency conditions may fail.
 //
 // Row updates (district, stock, warehouse, customer, order, order line) are one
 // Session::update each, a read-modify-write of the row, as the original vmcache code
