@@ -57,7 +57,7 @@ std::string stringField(const std::string& json, const std::string& name) {
 }
 
 TEST(MicroBench, Registered) {
-  for (const char* name : {"page-access", "vm-alloc", "read-io"}) {
+  for (const char* name : {"page-access", "vm-alloc", "read-io", "checkpoint-latency"}) {
     EXPECT_TRUE(isMicroBenchmark(name)) << name;
   }
 }
@@ -90,6 +90,21 @@ TEST(MicroBench, VmAllocTiny) {
   } else {
     EXPECT_NE(run.json.find("\"batch_speedup\":null"), std::string::npos) << run.json;
   }
+}
+
+TEST(MicroBench, CheckpointLatencyTiny) {
+  RunOptions opts;
+  opts.workload = "checkpoint-latency";
+  opts.threads = 2;
+  opts.data = 100;
+  opts.pool = 8ull << 20;
+  opts.seconds = 0.1;
+  MicroRun run = runMicro(opts);
+  EXPECT_EQ(run.csvHeader, "threads,checkpoints,p50_ms,p99_ms,max_ms,puts_per_s") << run.csvHeader;
+  EXPECT_EQ(run.csvRows, 2);  // 1 and 2 threads
+  EXPECT_GT(field(run.json, "checkpoints"), 0) << run.json;
+  EXPECT_GT(field(run.json, "max_ms"), 0) << run.json;
+  EXPECT_GT(field(run.json, "puts_per_s"), 0) << run.json;
 }
 
 TEST(MicroBench, ReadIoTiny) {

@@ -1,0 +1,154 @@
+// `vmstore bench checkpoint-latency`: how long a checkpoint (Database::sync) takes while
+// many threads write. A checkpoint's cut takes the database's writer gate exclusively
+// and waits for the writes in flight; the gate lets shared holders in again after 2 ms
+// of waiting (sync/writer_gate.hpp), so a constant stream of writers could stretch the
+// cut. This measures it: for each thread count of the ladder up to --threads, that
+// many threads put small values under random keys of a small key space (so the pages a
+// checkpoint writes stay few and the cut's wait shows), while the main thread runs one
+// checkpoint after another for --seconds (default 2 s per count).
+//
+// Database: --dir (default a fresh temporary directory, removed afterwards), the
+// durability of --durability (default none: only the checkpoints write), pool --pool
+// (default 256 MiB), --data keys (default 10,000).
+//
+// CSV: threads,checkpoints,p50_ms,p99_ms,max_ms,puts_per_s. JSON: the largest thread
+// count's p99_ms and max_ms, and the puts per second.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../engine.hpp"
+#include "micro_util.hpp"
+#include "vmstore/database.hpp"
+
+namespace vmstore::bench::micro {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kRunnerDefaultPool = 1ull << 30;  // the CLI's --pool default
+constexpr uint64_t kDefaultPool = 256ull << 20;
+constexpr uint64_t kDefaultKeys = 10000;
+
+void check(const Status& s, const char* what) {
+  if (!s.ok()) throw std::runtime_error(std::string("checkpoint-latency: ") + what + ": " + s.toString());
+}
+
+struct Result {
+  std::vector<double> syncMs;  // each checkpoint's time
+  uint64_t puts = 0;
+  double seconds = 0;
+};
+
+Result runConfig(Database& db, Tree* tree, unsigned threads, uint64_t keys, double seconds) {
+  std::atomic<bool> stop{false};
+  std::vector<uint64_t> puts(threads, 0);
+  std::vector<std::thread> writers;
+  std::vector<std::string> errors(threads);
+  for (unsigned t = 0; t < threads; t++) {
+    writers.emplace_back([&, t] {
+      uint64_t x = 0x9e3779b97f4a7c15ull * (t + 1);
+      std::string value(64, static_cast<char>('a' + t % 26));
+      while (!stop.load(std::memory_order_relaxed)) {
+        x = xorshift64(x);
+        Status s = tree->put("k" + std::to_string(fastRange(x, keys)), value);
+        if (!s.ok()) {
+          errors[t] = s.toString();
+          return;
+        }
+        puts[t]++;
+      }
+    });
+  }
+  Result r;
+  const double t0 = nowSeconds();
+  while (nowSeconds() - t0 < seconds) {
+    const double s0 = nowSeconds();
+    Status s = db.sync();
+    r.syncMs.push_back((nowSeconds() - s0) * 1e3);
+    if (!s.ok()) {
+      stop = true;
+      for (auto& w : writers) w.join();
+      check(s, "sync");
+    }
+  }
+  r.seconds = nowSeconds() - t0;
+  stop = true;
+  for (auto& w : writers) w.join();
+  for (unsigned t = 0; t < threads; t++) {
+    if (!errors[t].empty()) throw std::runtime_error("checkpoint-latency: put: " + errors[t]);
+    r.puts += puts[t];
+  }
+  return r;
+}
+
+void removeOwnDir(const std::string& dir) {
+  std::error_code ec;
+  if (!dir.empty()) fs::remove_all(dir, ec);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+class CheckpointLatency : public MicroBenchmark {
+ public:
+  JsonFields run(const RunOptions& opts, std::ostream& out) override {
+    const double seconds = secondsPerConfig(opts, 2.0);
+    const unsigned threadsMax = std::max(1u, opts.threads);
+    const uint64_t keys = opts.data != 0 ? opts.data : kDefaultKeys;
+    const uint64_t pool = opts.pool != 0 && opts.pool != kRunnerDefaultPool ? opts.pool : kDefaultPool;
+    std::string dir = opts.dir;
+    std::string ownDir;
+    if (dir.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "vmstore-checkpoint-latency-XXXXXX").string();
+      if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("checkpoint-latency: mkdtemp failed");
+      dir = ownDir = tmpl;
+    }
+    JsonFields f;
+    try {
+      std::unique_ptr<Database> db;
+      check(Database::open(dir,
+                           "pool_size=" + std::to_string(pool) + ",durability=" + durabilityName(opts.durability),
+                           &db),
+            "open");
+      Tree* tree = nullptr;
+      check(db->openTree("", true, &tree), "openTree");
+      out << "threads,checkpoints,p50_ms,p99_ms,max_ms,puts_per_s\n";
+      Result last;
+      for (unsigned t : threadLadder(threadsMax)) {
+        last = runConfig(*db, tree, t, keys, seconds);
+        out << t << ',' << last.syncMs.size() << ',' << fmtNumber(percentile(last.syncMs, 0.5), 3) << ','
+            << fmtNumber(percentile(last.syncMs, 0.99), 3) << ','
+            << fmtNumber(*std::max_element(last.syncMs.begin(), last.syncMs.end()), 3) << ','
+            << fmtNumber(static_cast<double>(last.puts) / last.seconds, 0) << '\n';
+        out.flush();
+      }
+      check(db->close(), "close");
+      f.emplace_back("checkpoints", std::to_string(last.syncMs.size()));
+      f.emplace_back("p99_ms", jsonNumber(percentile(last.syncMs, 0.99), 3));
+      f.emplace_back("max_ms", jsonNumber(*std::max_element(last.syncMs.begin(), last.syncMs.end()), 3));
+      f.emplace_back("puts_per_s", jsonNumber(static_cast<double>(last.puts) / last.seconds, 0));
+    } catch (...) {
+      removeOwnDir(ownDir);
+      throw;
+    }
+    removeOwnDir(ownDir);
+    return f;
+  }
+};
+
+Registrar<MicroBenchmark> registrar("checkpoint-latency", [] { return std::make_unique<CheckpointLatency>(); });
+
+}  // namespace
+}  // namespace vmstore::bench::micro
