@@ -87,6 +87,9 @@ int cmdStats(int argc, char** argv) {
     line("migrate_ns", st.migrate_ns);
     line("migrate_tlb_shootdowns", st.migrate_tlb_shootdowns);
   }
+  line("checkpoint_cuts", st.checkpoint_cuts);
+  line("checkpoint_cut_wait_us", st.checkpoint_cut_wait_us);
+  line("checkpoint_cut_wait_max_us", st.checkpoint_cut_wait_max_us);
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);
   line("log_appended_bytes", st.log_appended_bytes);

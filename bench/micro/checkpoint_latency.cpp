@@ -11,8 +11,10 @@
 // durability of --durability (default none: only the checkpoints write), pool --pool
 // (default 256 MiB), --data keys (default 10,000).
 //
-// CSV: threads,checkpoints,p50_ms,p99_ms,max_ms,puts_per_s. JSON: the largest thread
-// count's p99_ms and max_ms, and the puts per second.
+// CSV: threads,checkpoints,p50_ms,p99_ms,max_ms,cut_wait_avg_ms,puts_per_s (the cut's
+// wait: Stats::checkpoint_cut_wait_us over checkpoint_cuts). JSON: the largest thread
+// count's p99_ms, max_ms, cut_wait_avg_ms and puts per second, and the longest cut
+// wait of the whole run (cut_wait_max_ms).
 #include <stdlib.h>
 
 #include <algorithm>
@@ -46,6 +48,8 @@ struct Result {
   std::vector<double> syncMs;  // each checkpoint's time
   uint64_t puts = 0;
   double seconds = 0;
+  uint64_t cuts = 0;         // of them, cuts (a checkpoint with nothing changed makes none)
+  uint64_t cutWaitUs = 0;    // the cuts' waits for the writer gate
 };
 
 Result runConfig(Database& db, Tree* tree, unsigned threads, uint64_t keys, double seconds) {
@@ -69,6 +73,7 @@ Result runConfig(Database& db, Tree* tree, unsigned threads, uint64_t keys, doub
     });
   }
   Result r;
+  const Stats before = db.stats();
   const double t0 = nowSeconds();
   while (nowSeconds() - t0 < seconds) {
     const double s0 = nowSeconds();
@@ -81,6 +86,9 @@ Result runConfig(Database& db, Tree* tree, unsigned threads, uint64_t keys, doub
     }
   }
   r.seconds = nowSeconds() - t0;
+  const Stats after = db.stats();
+  r.cuts = after.checkpoint_cuts - before.checkpoint_cuts;
+  r.cutWaitUs = after.checkpoint_cut_wait_us - before.checkpoint_cut_wait_us;
   stop = true;
   for (auto& w : writers) w.join();
   for (unsigned t = 0; t < threads; t++) {
@@ -89,6 +97,8 @@ Result runConfig(Database& db, Tree* tree, unsigned threads, uint64_t keys, doub
   }
   return r;
 }
+
+double cutWaitAvgMs(const Result& r) { return r.cuts == 0 ? 0 : static_cast<double>(r.cutWaitUs) / r.cuts / 1e3; }
 
 void removeOwnDir(const std::string& dir) {
   std::error_code ec;
@@ -124,20 +134,24 @@ class CheckpointLatency : public MicroBenchmark {
             "open");
       Tree* tree = nullptr;
       check(db->openTree("", true, &tree), "openTree");
-      out << "threads,checkpoints,p50_ms,p99_ms,max_ms,puts_per_s\n";
+      out << "threads,checkpoints,p50_ms,p99_ms,max_ms,cut_wait_avg_ms,puts_per_s\n";
       Result last;
       for (unsigned t : threadLadder(threadsMax)) {
         last = runConfig(*db, tree, t, keys, seconds);
         out << t << ',' << last.syncMs.size() << ',' << fmtNumber(percentile(last.syncMs, 0.5), 3) << ','
             << fmtNumber(percentile(last.syncMs, 0.99), 3) << ','
             << fmtNumber(*std::max_element(last.syncMs.begin(), last.syncMs.end()), 3) << ','
+            << fmtNumber(cutWaitAvgMs(last), 3) << ','
             << fmtNumber(static_cast<double>(last.puts) / last.seconds, 0) << '\n';
         out.flush();
       }
+      const double cutWaitMaxMs = db->stats().checkpoint_cut_wait_max_us / 1e3;
       check(db->close(), "close");
       f.emplace_back("checkpoints", std::to_string(last.syncMs.size()));
       f.emplace_back("p99_ms", jsonNumber(percentile(last.syncMs, 0.99), 3));
       f.emplace_back("max_ms", jsonNumber(*std::max_element(last.syncMs.begin(), last.syncMs.end()), 3));
+      f.emplace_back("cut_wait_avg_ms", jsonNumber(cutWaitAvgMs(last), 3));
+      f.emplace_back("cut_wait_max_ms", jsonNumber(cutWaitMaxMs, 3));
       f.emplace_back("puts_per_s", jsonNumber(static_cast<double>(last.puts) / last.seconds, 0));
     } catch (...) {
       removeOwnDir(ownDir);

@@ -67,6 +67,12 @@ struct Stats {
   uint64_t log_file_bytes = 0;  // size of the log file (it is recycled, not truncated)
   uint64_t log_flushes = 0;     // flushes (fdatasync) of the log since open
   uint64_t checkpoints = 0;     // checkpoints committed over the database's life
+  // Checkpoint cuts since open, and the time they waited in all for the writes in flight
+  // (the writer gate, taken exclusively) and longest: how long a checkpoint's start
+  // waits behind the writers.
+  uint64_t checkpoint_cuts = 0;
+  uint64_t checkpoint_cut_wait_us = 0;
+  uint64_t checkpoint_cut_wait_max_us = 0;
   // What opening the database recovered: log records replayed (0 after a clean close),
   // their operations and bytes, whether an interrupted checkpoint was completed, and the
   // time recovery took.

@@ -830,6 +830,9 @@ class DbCore {
     d["log_file_bytes"] = s.log_file_bytes;
     d["log_flushes"] = s.log_flushes;
     d["checkpoints"] = s.checkpoints;
+    d["checkpoint_cuts"] = s.checkpoint_cuts;
+    d["checkpoint_cut_wait_us"] = s.checkpoint_cut_wait_us;
+    d["checkpoint_cut_wait_max_us"] = s.checkpoint_cut_wait_max_us;
     d["recovered_records"] = s.recovered_records;
     d["recovered_operations"] = s.recovered_operations;
     d["recovered_bytes"] = s.recovered_bytes;

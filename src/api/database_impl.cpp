@@ -468,8 +468,14 @@ Status DatabaseImpl::checkpoint() {
 }
 
 Status DatabaseImpl::cutLocked() {
+  const auto waitStart = std::chrono::steady_clock::now();
   std::unique_lock gate(writeGate_);  // task-aware itself (writer_gate.hpp)
+  const auto waited = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - waitStart).count());
   if (!changed_.load(std::memory_order_acquire)) return Status::OK();  // nothing to write
+  cuts_.fetch_add(1, std::memory_order_relaxed);
+  cutWaitUs_.fetch_add(waited, std::memory_order_relaxed);
+  if (waited > cutWaitMaxUs_.load(std::memory_order_relaxed)) cutWaitMaxUs_.store(waited, std::memory_order_relaxed);
   return guarded([&] {
     Snapshot snap;
     snap.epoch = bm_->epoch();
@@ -751,6 +757,9 @@ Stats DatabaseImpl::stats() {
   s.file_bytes += s.log_file_bytes;
   s.log_flushes = log_.flushes();
   s.checkpoints = checkpoints_.load(std::memory_order_relaxed);  // sb_ is the checkpointer's
+  s.checkpoint_cuts = cuts_.load(std::memory_order_relaxed);
+  s.checkpoint_cut_wait_us = cutWaitUs_.load(std::memory_order_relaxed);
+  s.checkpoint_cut_wait_max_us = cutWaitMaxUs_.load(std::memory_order_relaxed);
   s.recovered_records = recovery_.recovered_records;
   s.recovered_operations = recovery_.recovered_operations;
   s.recovered_bytes = recovery_.recovered_bytes;

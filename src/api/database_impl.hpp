@@ -230,6 +230,10 @@ class DatabaseImpl {
   std::unique_ptr<BTree> catalog_;
   Superblock sb_;  // of the last committed checkpoint (under checkpointMutex_ after open)
   std::atomic<uint64_t> checkpoints_{0};  // sb_.checkpoints, for stats()
+  // Cuts since open and their waits for the writer gate (stats()); under checkpointMutex_.
+  std::atomic<uint64_t> cuts_{0};
+  std::atomic<uint64_t> cutWaitUs_{0};
+  std::atomic<uint64_t> cutWaitMaxUs_{0};
   WriterGate writeGate_;
   std::mutex treesMutex_;
   std::map<std::string, std::unique_ptr<TreeImpl>, std::less<>> trees_;
