@@ -525,6 +525,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
 
   // The log's figures are the measured phase's (the load's writes are not in them).
   auto since = [](uint64_t now, uint64_t then) { return now > then ? now - then : 0; };
+  const uint64_t shootdowns = since(prevTlb, tlbAtStart);  // after loading
+  const uint64_t evicted = since(prev.evictions, atStart.evictions);
   std::ostringstream json;
   json << "{\"engine\":" << jsonString(opts.engine) << ",\"workload\":"
        << jsonString(opts.workload) << ",\"threads\":" << opts.threads
@@ -562,11 +564,9 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        // TLB shootdown interrupts (all CPUs, /proc/interrupts) after loading, and per page
        // evicted meanwhile: how well eviction batches its page-table changes (null when
        // nothing was evicted: the count then has nothing to do with eviction).
-       << ",\"tlb_shootdowns\":" << since(prevTlb, tlbAtStart)
+       << ",\"tlb_shootdowns\":" << shootdowns
        << ",\"tlb_shootdowns_per_eviction\":"
-       << (since(prev.evictions, atStart.evictions) == 0
-               ? std::string("null")
-               : fixed(static_cast<double>(since(prevTlb, tlbAtStart)) / since(prev.evictions, atStart.evictions), 6));
+       << (evicted == 0 ? std::string("null") : fixed(static_cast<double>(shootdowns) / evicted, 6));
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
   }

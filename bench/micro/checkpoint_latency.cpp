@@ -36,7 +36,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t kRunnerDefaultPool = 1ull << 30;  // the CLI's --pool default
 constexpr uint64_t kDefaultPool = 256ull << 20;
 constexpr uint64_t kDefaultKeys = 10000;
 
@@ -117,7 +116,7 @@ class CheckpointLatency : public MicroBenchmark {
     const double seconds = secondsPerConfig(opts, 2.0);
     const unsigned threadsMax = std::max(1u, opts.threads);
     const uint64_t keys = opts.data != 0 ? opts.data : kDefaultKeys;
-    const uint64_t pool = opts.pool != 0 && opts.pool != kRunnerDefaultPool ? opts.pool : kDefaultPool;
+    const uint64_t pool = poolBytes(opts, kDefaultPool);
     std::string dir = opts.dir;
     std::string ownDir;
     if (dir.empty()) {

@@ -142,6 +142,13 @@ inline std::vector<unsigned> threadLadder(unsigned max) {
 // equal to RunOptions' default is taken as "not given" and the micro-benchmark's own
 // default applies (an explicit --threads=2 or --seconds=10 therefore acts like none).
 
+// The pool: --pool, or the benchmark's default. The CLI always passes --pool (default
+// 1 GiB, where RunOptions says 0): either means "not given".
+inline uint64_t poolBytes(const RunOptions& opts, uint64_t fallback) {
+  constexpr uint64_t kCliDefaultPool = 1ull << 30;
+  return opts.pool != 0 && opts.pool != kCliDefaultPool ? opts.pool : fallback;
+}
+
 // Time to spend on one measured configuration: --seconds, or the benchmark's default.
 inline double secondsPerConfig(const RunOptions& opts, double fallback) {
   if (opts.seconds > 0 && opts.seconds != RunOptions{}.seconds) return opts.seconds;

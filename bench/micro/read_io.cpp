@@ -48,7 +48,6 @@ using internal::VmArea;
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kDefaultDataBytes = 4ull << 30;
 constexpr uint64_t kDefaultPoolBytes = 64ull << 20;
-constexpr uint64_t kRunnerDefaultPool = 1ull << 30;  // the CLI's --pool default
 constexpr uint64_t kEvictBatch = 64;
 
 [[noreturn]] void fail(const std::string& what) {
@@ -326,10 +325,8 @@ class ReadIo : public MicroBenchmark {
     const unsigned threadsMax = maxThreads(opts);
     uint64_t bytes = std::max<uint64_t>((opts.data ? opts.data : kDefaultDataBytes) / kPage, 16) * kPage;
     TestFile file(opts.dir, bytes);
-    // The CLI always passes --pool (default 1 GiB, RunOptions says 0): either means "not
-    // given", and the small default keeps the eviction path busy within seconds.
-    const bool poolGiven = opts.pool != 0 && opts.pool != kRunnerDefaultPool;
-    uint64_t poolPages = (poolGiven ? opts.pool : kDefaultPoolBytes) / kPage;
+    // The small default keeps the eviction path busy within seconds.
+    uint64_t poolPages = poolBytes(opts, kDefaultPoolBytes) / kPage;
     poolPages = std::max<uint64_t>(std::min(poolPages, file.pages() / 2), kEvictBatch);
     bool batched = VmArea(1, 0).batchedRelease();
 

@@ -28,6 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kDataFileName = "data.vms";
+// The single journal and log file of versions before the two-file layout.
+constexpr const char* kLegacyJournalName = "journal.vms";
+constexpr const char* kLegacyLogName = "log.vms";
 // A writer that finds the journal larger than this runs a checkpoint, so the journal
 // (and the time to recover it) stays bounded in a long write run.
 constexpr uint64_t kAutoCheckpointBytes = 1ull << 30;
@@ -227,7 +230,7 @@ Status DatabaseImpl::refuseOrphanedFiles(const std::string& dir) {
   // would replay the log over an empty one and report it damaged, or bury the log.
   std::error_code ec;
   for (const std::string& name : {OpLog::fileName(0), OpLog::fileName(1), PageJournal::fileName(0),
-                                  PageJournal::fileName(1), std::string("log.vms"), std::string("journal.vms")}) {
+                                  PageJournal::fileName(1), std::string(kLegacyLogName), std::string(kLegacyJournalName)}) {
     if (fs::exists(dir + "/" + name, ec)) {
       return Status::Corruption(dir + " holds " + name + " but no " + kDataFileName +
                                 ": the database's data file is missing. Restore it, or remove the directory's "
@@ -241,8 +244,8 @@ Status DatabaseImpl::migrateLegacyFiles() {
   // Versions before the two-file journal and log kept one of each; their content belongs
   // to the interval after the data file's checkpoint.
   std::error_code ec;
-  bool journal = fs::exists(dir_ + "/journal.vms", ec);
-  bool log = fs::exists(dir_ + "/log.vms", ec);
+  bool journal = fs::exists(dir_ + "/" + kLegacyJournalName, ec);
+  bool log = fs::exists(dir_ + "/" + kLegacyLogName, ec);
   if (!journal && !log) return Status::OK();
   Superblock sb;
   Status s = readSuperblock(file_, &sb);
@@ -258,8 +261,8 @@ Status DatabaseImpl::migrateLegacyFiles() {
     if (io().rename(a, b) != 0) return Status::IOError("cannot rename " + a + ": " + std::strerror(errno));
     return Status::OK();
   };
-  if (journal) s = move("journal.vms", PageJournal::fileName(epoch));
-  if (s.ok() && log) s = move("log.vms", OpLog::fileName(epoch));
+  if (journal) s = move(kLegacyJournalName, PageJournal::fileName(epoch));
+  if (s.ok() && log) s = move(kLegacyLogName, OpLog::fileName(epoch));
   if (s.ok() && io().syncDir(dir_) != 0) s = Status::IOError("cannot sync directory " + dir_);
   return s;
 }
