@@ -293,7 +293,7 @@ TEST(CApiOpen, BadConfigIsEinvalAndCreatesNothing) {
       "sync_interval=60001", "sync_interval=10ms",  "sync_interval=1K",     "log_size=512K",
       "log_size=65G",      "log_size=big",          "direct_io=sometimes",  "direct_io=",
       "io=async",          "io=",                   "io=URING",             "page_provider=maybe",
-      "page_provider=",
+      "page_provider=",    "huge_pages=maybe",      "huge_pages=",          "huge_pages=TRUE",
   };
   int i = 0;
   for (const char* config : bad) {
