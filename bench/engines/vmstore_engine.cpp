@@ -28,7 +28,6 @@
 // log's bytes and its flushes since open).
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -51,9 +50,65 @@ constexpr uint64_t kPageBytes = 4096;
 
 class VmstoreEngine;
 
-// The writes of an open transaction, per table: key -> new value (nullopt: deleted).
+// The writes of one table in an open transaction: key -> new value (absent: deleted),
+// walked in key order. Entries stay where they were added (an index keeps the order), and
+// those past size() keep their strings' memory, so that a transaction allocates nothing
+// once the session has seen one as large.
+class TableWrites {
+ public:
+  struct Entry {
+    std::string key;
+    std::string value;
+    bool present = false;  // false: deleted
+  };
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // The entry at position i of the key order (i < size()).
+  const Entry& at(size_t i) const { return entries_[order_[i]]; }
+  // The position of the first entry with a key not less (upper: greater) than key.
+  size_t lowerBound(std::string_view key) const {
+    return static_cast<size_t>(std::lower_bound(order_.begin(), order_.end(), key,
+                                                [&](uint32_t e, std::string_view k) { return entries_[e].key < k; }) -
+                               order_.begin());
+  }
+  size_t upperBound(std::string_view key) const {
+    return static_cast<size_t>(std::upper_bound(order_.begin(), order_.end(), key,
+                                                [&](std::string_view k, uint32_t e) { return k < entries_[e].key; }) -
+                               order_.begin());
+  }
+  const Entry* find(std::string_view key) const {
+    size_t i = lowerBound(key);
+    return i < size_ && at(i).key == key ? &at(i) : nullptr;
+  }
+  // Sets key's entry (value null: deleted); true if the key was not written before.
+  bool set(std::string_view key, const std::string_view* value) {
+    size_t i = lowerBound(key);
+    bool added = i == size_ || at(i).key != key;
+    if (added) {
+      if (size_ == entries_.size()) entries_.emplace_back();
+      entries_[size_].key.assign(key);
+      order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(i), static_cast<uint32_t>(size_));
+      size_++;
+    }
+    Entry& e = entries_[order_[i]];
+    e.present = value != nullptr;
+    if (value != nullptr) e.value.assign(*value);
+    return added;
+  }
+  void clear() {
+    size_ = 0;
+    order_.clear();
+  }
+
+ private:
+  std::vector<Entry> entries_;  // [0, size_) written, in the order added
+  std::vector<uint32_t> order_;  // the written entries in key order
+  size_t size_ = 0;
+};
+
+// The writes of an open transaction, per table.
 struct PendingWrites {
-  using Table = std::map<std::string, std::optional<std::string>, std::less<>>;
+  using Table = TableWrites;
   std::vector<Table> tables;
   bool open = false;
   size_t count = 0;
@@ -189,9 +244,11 @@ void VmstoreSession::commit() {
   Status s;
   if (pending_.count == 1) {  // one write: that call alone is atomic
     for (size_t t = 0; t < pending_.tables.size(); t++) {
-      for (auto& [key, value] : pending_.tables[t]) {
+      const TableWrites& writes = pending_.tables[t];
+      for (size_t i = 0; i < writes.size(); i++) {
+        const TableWrites::Entry& w = writes.at(i);
         Tree* tree = engine_->tree(static_cast<int>(t));
-        s = value ? tree->put(key, *value) : tree->del(key);
+        s = w.present ? tree->put(w.key, w.value) : tree->del(w.key);
         if (s.isNotFound()) s = Status::OK();
       }
     }
@@ -210,8 +267,10 @@ void VmstoreSession::commitNoWait() {
     batch_.clear();  // keeps its capacity: no regrowth per transaction
     for (size_t t = 0; t < pending_.tables.size() && s.ok(); t++) {
       Tree* tree = engine_->tree(static_cast<int>(t));
-      for (auto& [key, value] : pending_.tables[t]) {
-        s = value ? batch_.put(tree, key, *value) : batch_.del(tree, key);
+      const TableWrites& writes = pending_.tables[t];
+      for (size_t i = 0; i < writes.size(); i++) {
+        const TableWrites::Entry& w = writes.at(i);
+        s = w.present ? batch_.put(tree, w.key, w.value) : batch_.del(tree, w.key);
         if (!s.ok()) break;
       }
     }
@@ -230,9 +289,7 @@ void VmstoreSession::waitDurable() {
 
 void VmstoreSession::put(int table, std::string_view key, std::string_view value) {
   if (PendingWrites::Table* w = pending_.of(table)) {
-    auto [it, added] = w->try_emplace(std::string(key));
-    it->second = std::string(value);
-    if (added) pending_.count++;
+    if (w->set(key, &value)) pending_.count++;
     return;
   }
   Status s = engine_->tree(table)->put(key, value);
@@ -241,10 +298,9 @@ void VmstoreSession::put(int table, std::string_view key, std::string_view value
 
 bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
   if (PendingWrites::Table* w = pending_.of(table)) {
-    auto it = w->find(key);
-    if (it != w->end()) {
-      if (!it->second) return false;
-      *value = *it->second;
+    if (const TableWrites::Entry* e = w->find(key)) {
+      if (!e->present) return false;
+      *value = e->value;
       return true;
     }
   }
@@ -273,9 +329,7 @@ bool VmstoreSession::del(int table, std::string_view key) {
   if (PendingWrites::Table* w = pending_.of(table)) {
     std::string ignored;
     bool existed = get(table, key, &ignored);
-    auto [it, added] = w->try_emplace(std::string(key));
-    it->second.reset();
-    if (added) pending_.count++;
+    if (w->set(key, nullptr)) pending_.count++;
     return existed;
   }
   Status s = engine_->tree(table)->del(key);
@@ -311,21 +365,20 @@ void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, s
   Iterator& it = iteratorOf(table);
   reverse ? it.seekForPrev(start) : it.seek(start);
   // Forward: the writes from start up; reverse: those at or below start, walked down.
-  auto up = writes.lower_bound(start);
-  auto down = writes.upper_bound(start);
+  size_t up = writes.lowerBound(start);    // the next write up
+  size_t down = writes.upperBound(start);  // one past the next write down
   for (;;) {
-    const bool haveWrite = reverse ? down != writes.begin() : up != writes.end();
+    const bool haveWrite = reverse ? down > 0 : up < writes.size();
     if (!it.valid() && !haveWrite) break;
-    const std::string_view wkey = haveWrite ? std::string_view(reverse ? std::prev(down)->first : up->first)
-                                            : std::string_view();
+    const TableWrites::Entry* w = haveWrite ? &writes.at(reverse ? down - 1 : up) : nullptr;
     // < 0: the tree's entry comes first in the scan's direction.
     int order;
-    if (!haveWrite) {
+    if (w == nullptr) {
       order = -1;
     } else if (!it.valid()) {
       order = 1;
     } else {
-      order = it.key().compare(wkey);
+      order = it.key().compare(w->key);
       if (reverse) order = -order;
     }
     if (order < 0) {
@@ -334,8 +387,7 @@ void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, s
       continue;
     }
     if (order == 0) reverse ? it.prev() : it.next();  // the transaction's write replaces it
-    const std::optional<std::string>& value = reverse ? std::prev(down)->second : up->second;
-    if (value && !fn(wkey, *value)) return;
+    if (w->present && !fn(w->key, w->value)) return;
     reverse ? --down : ++up;
   }
   if (!it.status().ok()) fail("scan", it.status());

@@ -18,9 +18,12 @@
 //   except while a failing batch is being undone.
 // - A batch is a value: copy, move, reuse after clear(). It references its trees (the
 //   handles must outlive it) but no database state; one batch belongs to one thread.
+//   clear() keeps the memory of its operations, so a batch reused for batches of similar
+//   sizes allocates nothing once it has held one as large.
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +38,8 @@ class WriteBatch {
  public:
   Status put(Tree* tree, std::string_view key, std::string_view value);
   Status del(Tree* tree, std::string_view key);
-  void clear() { ops_.clear(); }
-  size_t count() const { return ops_.size(); }
+  void clear() { count_ = 0; }
+  size_t count() const { return count_; }
 
   struct Op {
     Tree* tree;
@@ -44,10 +47,12 @@ class WriteBatch {
     std::string key;
     std::string value;
   };
-  const std::vector<Op>& ops() const { return ops_; }
+  std::span<const Op> ops() const { return {ops_.data(), count_}; }
 
  private:
-  std::vector<Op> ops_;
+  Op& add();  // the next operation's slot (a kept one when there is one)
+  std::vector<Op> ops_;  // [0, count_) the batch; the rest kept for reuse
+  size_t count_ = 0;
 };
 
 }  // namespace vmstore

@@ -42,15 +42,7 @@ Status writeBatch(internal::DatabaseImpl* db, const WriteBatch& batch, uint64_t*
     if (commit != nullptr) *commit = 0;
     return Status::OK();
   }
-  std::vector<internal::TreeImpl*> trees;
-  trees.reserve(batch.count());
-  for (const WriteBatch::Op& op : batch.ops()) {
-    if (internal::TreeImpl::of(op.tree)->db != db) {
-      return Status::InvalidArgument("the batch holds a tree of another database; nothing was written");
-    }
-    trees.push_back(internal::TreeImpl::of(op.tree));
-  }
-  return db->write(batch, trees, commit);
+  return db->write(batch, commit);  // checks that its trees are the database's
 }
 }  // namespace
 

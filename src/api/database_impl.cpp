@@ -1219,37 +1219,98 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
   return log_.waitDurable(commit);
 }
 
-Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees, uint64_t* commit) {
+namespace {
+
+// What one Database::write needs besides the batch, kept from one write to the next (a
+// pool per thread; each write takes its own, so tasks that interleave on a thread never
+// share one): a write of a batch no larger than one before allocates nothing (its undo images
+// reuse the strings of earlier ones, which keep the capacity they last needed).
+struct BatchScratch {
+  struct Undo {
+    TreeImpl* tree = nullptr;
+    bool had = false;
+    std::string old;
+  };
+  std::vector<TreeImpl*> trees;
+  std::vector<KeySlot> slots;
+  std::vector<LogOp> ops;
+  std::vector<Undo> undo;  // [0, undone) in use
+  size_t undone = 0;
+  std::string patches;  // the patches of the batch's same-size puts, end to end
+  std::string one;
+  std::vector<std::pair<size_t, size_t>> at;  // each op's patch in patches; length 0: none
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (pool().empty()) {
+      scratch_ = std::make_unique<BatchScratch>();
+    } else {
+      scratch_ = std::move(pool().back());
+      pool().pop_back();
+    }
+  }
+  ~ScratchLease() {
+    // One of a very large batch is not kept: its memory would stay with the thread.
+    const BatchScratch& x = *scratch_;
+    if (pool().size() < kKept && x.undo.size() <= kKeptOps && x.patches.capacity() <= kKeptBytes) {
+      pool().push_back(std::move(scratch_));
+    }
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  BatchScratch& operator*() { return *scratch_; }
+
+ private:
+  static constexpr size_t kKept = 8;
+  static constexpr size_t kKeptOps = 4096;
+  static constexpr size_t kKeptBytes = 1 << 20;
+  static std::vector<std::unique_ptr<BatchScratch>>& pool() {
+    thread_local std::vector<std::unique_ptr<BatchScratch>> kept;
+    return kept;
+  }
+  std::unique_ptr<BatchScratch> scratch_;
+};
+
+}  // namespace
+
+Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
+  ScratchLease lease;
+  BatchScratch& x = *lease;
+  const std::span<const WriteBatch::Op> batchOps = batch.ops();
+  const size_t n = batchOps.size();
+  x.trees.clear();
+  for (const WriteBatch::Op& op : batchOps) {
+    TreeImpl* tree = TreeImpl::of(op.tree);
+    if (tree->db != this) return Status::InvalidArgument("the batch holds a tree of another database; nothing was written");
+    x.trees.push_back(tree);
+  }
   // The locks of all its keys: no other write of those keys interleaves (so the undo
   // below restores exactly what the batch changed, and the records of each key are in
   // the order applied); the writer gate shared: no checkpoint's cut falls inside it.
   // Writers of other keys, and other batches, go on beside it.
-  std::vector<KeySlot> slots(batch.count());
-  for (size_t i = 0; i < batch.count(); i++) slots[i] = trees[i]->keyLocks.slot(batch.ops()[i].key);
-  std::sort(slots.begin(), slots.end());
-  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-  std::vector<LogOp> ops;  // the batch's log record
+  x.slots.resize(n);
+  for (size_t i = 0; i < n; i++) x.slots[i] = x.trees[i]->keyLocks.slot(batchOps[i].key);
+  std::sort(x.slots.begin(), x.slots.end());
+  x.slots.erase(std::unique(x.slots.begin(), x.slots.end()), x.slots.end());
+  x.ops.clear();  // the batch's log record
   if (logging()) {
-    ops.reserve(batch.count());
-    for (size_t i = 0; i < batch.count(); i++) {
-      const WriteBatch::Op& op = batch.ops()[i];
-      ops.push_back({op.isPut ? LogOpKind::kPut : LogOpKind::kDelete, trees[i]->name, op.key, op.value});
+    for (size_t i = 0; i < n; i++) {
+      const WriteBatch::Op& op = batchOps[i];
+      x.ops.push_back({op.isPut ? LogOpKind::kPut : LogOpKind::kDelete, x.trees[i]->name, op.key, op.value});
     }
   }
-  std::string patches;  // the patches of the batch's same-size puts, end to end
-  return writeUnder<std::shared_lock<WriterGate>>(ops, KeyLock{slots}, &DatabaseImpl::writable, [&] {
-    struct Undo {
-      TreeImpl* tree;
-      const std::string* key;
-      bool had;
-      std::string old;
-    };
-    std::vector<Undo> undo;
-    undo.reserve(batch.count());
+  x.patches.clear();
+  return writeUnder<std::shared_lock<WriterGate>>(x.ops, KeyLock{x.slots}, &DatabaseImpl::writable, [&] {
+    if (x.undo.size() < n) x.undo.resize(n);
+    x.undone = 0;
     Status st = guarded([&] {
-      for (size_t i = 0; i < batch.count(); i++) {
-        const WriteBatch::Op& op = batch.ops()[i];
-        Undo u{trees[i], &op.key, false, {}};
+      for (size_t i = 0; i < n; i++) {
+        const WriteBatch::Op& op = batchOps[i];
+        BatchScratch::Undo& u = x.undo[i];
+        u.tree = x.trees[i];
+        u.had = false;
         if (op.isPut) {
           // One descent for the undo image and, when the new value has the old one's size
           // (a row update), the write in place; otherwise a put.
@@ -1263,17 +1324,19 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
           u.had = u.tree->btree.getString(asBytes(op.key), &u.old);
           u.tree->btree.remove(asBytes(op.key));
         }
-        undo.push_back(std::move(u));
+        x.undone = i + 1;
       }
       return Status::OK();
     });
     if (!st.ok()) {
       Status undone = guarded([&] {
-        for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
-          if (it->had) {
-            it->tree->btree.put(asBytes(*it->key), asBytes(it->old));
+        for (size_t i = x.undone; i-- > 0;) {
+          const BatchScratch::Undo& u = x.undo[i];
+          const std::string& key = batchOps[i].key;
+          if (u.had) {
+            u.tree->btree.put(asBytes(key), asBytes(u.old));
           } else {
-            it->tree->btree.remove(asBytes(*it->key));
+            u.tree->btree.remove(asBytes(key));
           }
         }
         return Status::OK();
@@ -1281,21 +1344,21 @@ Status DatabaseImpl::write(const WriteBatch& batch, const std::vector<TreeImpl*>
       // Half a batch in memory must never reach a checkpoint: refuse further writes; the
       // reopened database is the last checkpoint, which holds none of it.
       if (!undone.ok()) poison(undone, "a batch that could not be undone");
-    } else if (!ops.empty()) {
+    } else if (!x.ops.empty()) {
       // Its same-size puts (row updates) are logged as the bytes that changed.
-      std::vector<std::pair<size_t, size_t>> at(undo.size());  // in patches; length 0: none
-      std::string one;
-      for (size_t i = 0; i < undo.size(); i++) {
-        const WriteBatch::Op& op = batch.ops()[i];
-        if (!op.isPut || !undo[i].had || undo[i].old.size() != op.value.size()) continue;
-        if (!encodePatch(asBytes(undo[i].old), asBytes(op.value), &one)) continue;
-        at[i] = {patches.size(), one.size()};
-        patches += one;
+      x.at.assign(n, {0, 0});
+      for (size_t i = 0; i < n; i++) {
+        const WriteBatch::Op& op = batchOps[i];
+        const BatchScratch::Undo& u = x.undo[i];
+        if (!op.isPut || !u.had || u.old.size() != op.value.size()) continue;
+        if (!encodePatch(asBytes(u.old), asBytes(op.value), &x.one)) continue;
+        x.at[i] = {x.patches.size(), x.one.size()};
+        x.patches += x.one;
       }
-      for (size_t i = 0; i < at.size(); i++) {
-        if (at[i].second == 0) continue;
-        ops[i] = LogOp{LogOpKind::kPatch, ops[i].tree, ops[i].key,
-                       std::string_view(patches).substr(at[i].first, at[i].second)};
+      for (size_t i = 0; i < n; i++) {
+        if (x.at[i].second == 0) continue;
+        x.ops[i] = LogOp{LogOpKind::kPatch, x.ops[i].tree, x.ops[i].key,
+                         std::string_view(x.patches).substr(x.at[i].first, x.at[i].second)};
       }
     }
     return st;

@@ -122,9 +122,10 @@ class DatabaseImpl {
   // Tree::update: the read, fn and the write of its change under the key's lock.
   Status update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, void* ctx);
   Status shape(TreeImpl* t, TreeShape* out);
-  // The batch's operations, each with its tree (all of this database), all or nothing.
+  // The batch's operations, all or nothing; InvalidArgument (nothing written) when one of
+  // its trees is of another database.
   // commit: as in writeUnder (Database::write / writeNoWait).
-  Status write(const WriteBatch& batch, const std::vector<TreeImpl*>& trees, uint64_t* commit = nullptr);
+  Status write(const WriteBatch& batch, uint64_t* commit = nullptr);
   // Database::waitDurable: the write with this commit point is as durable as the
   // durability mode makes a write when its call returns.
   Status waitDurable(uint64_t commit);

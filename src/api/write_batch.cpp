@@ -10,7 +10,11 @@ Status WriteBatch::put(Tree* tree, std::string_view key, std::string_view value)
   Status st = internal::validateKey(key);
   if (st.ok()) st = internal::validateValue(value);
   if (!st.ok()) return st;
-  ops_.push_back({tree, true, std::string(key), std::string(value)});
+  Op& op = add();
+  op.tree = tree;
+  op.isPut = true;
+  op.key.assign(key);
+  op.value.assign(value);
   return Status::OK();
 }
 
@@ -18,8 +22,17 @@ Status WriteBatch::del(Tree* tree, std::string_view key) {
   if (tree == nullptr) return Status::InvalidArgument("batch delete: tree is null");
   Status st = internal::validateKey(key);
   if (!st.ok()) return st;
-  ops_.push_back({tree, false, std::string(key), {}});
+  Op& op = add();
+  op.tree = tree;
+  op.isPut = false;
+  op.key.assign(key);
+  op.value.clear();
   return Status::OK();
+}
+
+WriteBatch::Op& WriteBatch::add() {
+  if (count_ == ops_.size()) ops_.emplace_back();
+  return ops_[count_++];
 }
 
 }  // namespace vmstore
