@@ -400,6 +400,7 @@ Status DatabaseImpl::replayLog() {
     }
     return Status::OK();
   };
+  if (Status s = log_.refuseForeign(); !s.ok()) return s;
   replaying_ = true;
   uint32_t epoch = bm_->epoch();
   for (uint32_t e : {epoch, epoch + 1}) {

@@ -25,7 +25,9 @@ constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a mu
 constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;
 constexpr uint64_t kReleaseStep = 1ull << 20;  // buffer memory given back in steps of this
-constexpr size_t kStagedRecord = 64 << 10;       // records up to this are encoded before the lock
+constexpr size_t kStagedRecord = 64 << 10;
+// refuseForeign reads a first record of up to this many payload bytes (larger: not checked).
+constexpr uint32_t kMaxCheckedRecord = 64u << 20;       // records up to this are encoded before the lock
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -79,6 +81,39 @@ Status OpLog::discard() {
   return Status::OK();
 }
 
+Status OpLog::foreign(const std::string& path) {
+  return Status::Corruption(path + " holds the log of another database, so it is not replayed: move it out "
+                            "of the directory (if it replaced this database's own log file, put that back; "
+                            "without it the writes after the last checkpoint are lost)");
+}
+
+Status OpLog::refuseForeign() const {
+  if (databaseTag_ == 0) return Status::OK();
+  for (const Segment& seg : segs_) {
+    // The file's first record, of whatever interval: one that is whole and carries another
+    // database's id marks the file as that database's.
+    LogRecordHeader h;
+    if (seg.fd < 0 || sizeOf(seg) < sizeof(h)) continue;
+    ssize_t r = io().pread(seg.fd, seg.path, &h, sizeof(h), 0);
+    if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
+    if (static_cast<size_t>(r) != sizeof(h) || h.offset != 0 || static_cast<uint32_t>(h.salt) == databaseTag_) continue;
+    const uint64_t whole = sizeof(h) + uint64_t{h.length} + 8;  // with its padding
+    if (h.length > kMaxCheckedRecord || sizeOf(seg) < sizeof(h) + h.length) continue;
+    std::vector<uint8_t> record(static_cast<size_t>(std::min(whole, sizeOf(seg))));
+    r = io().pread(seg.fd, seg.path, record.data(), record.size(), 0);
+    if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
+    record.resize(static_cast<size_t>(r));
+    uint64_t salt = 0;
+    size_t size = 0;
+    std::vector<LogOp> ops;
+    if (decodeRecord(record, &salt, 0, h.epoch, &size, &ops) == RecordCheck::kValid &&
+        static_cast<uint32_t>(salt) != databaseTag_) {
+      return foreign(seg.path);
+    }
+  }
+  return Status::OK();
+}
+
 Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info) {
   *info = {};
   const Segment& seg = segs_[epoch % 2];
@@ -122,11 +157,7 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
       }
     }
     if (c != RecordCheck::kValid) break;
-    if (databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) {
-      return Status::Corruption(seg.path + " holds the log of another database, so it is not replayed: move it out "
-                                "of the directory (if it replaced this database's own log file, put that back; "
-                                "without it the writes after the last checkpoint are lost)");
-    }
+    if (databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) return foreign(seg.path);
     s = fn(ops);
     if (!s.ok()) return s;
     info->records++;

@@ -39,7 +39,8 @@
 //   a file whose records are whole and of the right epoch but carry another database's
 //   id (a log copied or left in from elsewhere), instead of replaying it or reusing the
 //   file. Id 0 (a database created before format version 4): salts are random, nothing
-//   is checked.
+//   is checked. refuseForeign() does the same for a file whose first record is of
+//   another interval, which replay would not read and the next cut would overwrite.
 // - Thread-safe: append, reserve, cut, covered and waitDurable from any thread (cut
 //   while no reservation is open); open, replay, discard, startWriting and close from one
 //   thread with no appender running.
@@ -82,6 +83,10 @@ class OpLog {
   Status open(const std::string& dir, const Options& options);
   void setDatabaseId(uint64_t id) { databaseTag_ = static_cast<uint32_t>(id); }
   Status replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info);
+  // Refuses (Corruption, as replay) a log file whose first record is whole and carries
+  // another database's id, whatever its interval, before recovery and the next cut would
+  // overwrite it. Nothing is checked for id 0.
+  Status refuseForeign() const;
   // After a checkpoint holding everything replayed: empties both files (synced), so no
   // record is replayed twice.
   Status discard();
@@ -130,6 +135,7 @@ class OpLog {
   Status writeOut(Segment& seg, uint64_t upTo);
   // Writes out everything appended up to lsn (takes writeMutex_).
   Status writeOutTo(uint64_t lsn);
+  static Status foreign(const std::string& path);  // the file holds another database's log
   void fail(const Status& st);  // records the failure once, wakes waiters, tells onSyncFailure
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
   void flusherLoop();

@@ -668,13 +668,69 @@ TEST(Failures, ALogOfAnotherDatabaseIsRefusedNotReplayed) {
   db = openDb(a, "pool_size=1M");
   ASSERT_TRUE(db);
   vmstore::Tree* t;
-  if (db->openTree("", false, &t).ok()) EXPECT_TRUE(scanForward(t).empty()) << "B's writes in A";
+  if (db->openTree("", false, &t).ok()) {
+    EXPECT_TRUE(scanForward(t).empty()) << "B's writes in A";
+  }
   VMS_ASSERT_OK(db->close());
   // B itself recovers its writes from the same log.
   db = openDb(b, "pool_size=1M");
   ASSERT_TRUE(db);
   VMS_ASSERT_OK(db->openTree("", false, &t));
   EXPECT_TRUE(holdsVersion(t, 1, 10));
+  VMS_ASSERT_OK(db->close());
+}
+
+// A log file of another database whose records are of an interval this database would
+// not replay (so recovery would not read it, and the next cut would overwrite it) is
+// refused too, whichever of the two log files it is copied in as.
+TEST(Failures, ALogOfAnotherDatabaseFromAnotherIntervalIsRefusedNotOverwritten) {
+  const std::string base = freshDir();
+  const std::string a = base + "/a";
+  const std::string b = base + "/b";
+  {  // A: several checkpoints, so its interval is past B's first one
+    std::unique_ptr<vmstore::Database> db = openDb(a, "pool_size=1M,durability=sync");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", true, &t));
+    for (int round = 0; round < 4; round++) {
+      VMS_ASSERT_OK(t->put(key(round), val(0, round)));
+      VMS_ASSERT_OK(db->sync());
+    }
+    VMS_ASSERT_OK(db->close());
+  }
+  std::string out = runAndKill([&](int fd) {  // B: killed in its first interval
+    std::unique_ptr<vmstore::Database> db;
+    if (!vmstore::Database::open(b, "pool_size=1M,durability=sync", &db).ok()) return report(fd, 'O');
+    vmstore::Tree* t;
+    db->openTree("", true, &t);
+    for (int i = 0; i < 10; i++) t->put(key(i), val(1, i));
+    report(fd, 'w');
+    (void)db.release();
+  });
+  ASSERT_EQ(out, "w");
+  std::string bLog;
+  for (const char* name : {"log-0.vms", "log-1.vms"}) {
+    if (fs::exists(b + "/" + name) && fs::file_size(b + "/" + name) > 0) bLog = name;
+  }
+  ASSERT_FALSE(bLog.empty()) << "B left no log";
+  for (const char* name : {"log-0.vms", "log-1.vms"}) {
+    SCOPED_TRACE(name);
+    fs::copy_file(b + "/" + bLog, a + "/" + name, fs::copy_options::overwrite_existing);
+    const uintmax_t size = fs::file_size(a + "/" + name);
+    std::unique_ptr<vmstore::Database> db;
+    Status s = vmstore::Database::open(a, "pool_size=1M", &db);
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.toString();
+    EXPECT_NE(s.message().find("log of another database"), std::string::npos) << s.toString();
+    EXPECT_FALSE(db);
+    EXPECT_EQ(fs::file_size(a + "/" + name), size) << "the foreign log was changed";
+    fs::rename(a + "/" + name, base + "/" + name + ".foreign");
+  }
+  // Without it, A opens with its own four writes.
+  std::unique_ptr<vmstore::Database> db = openDb(a, "pool_size=1M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  EXPECT_TRUE(holdsVersion(t, 0, 4));
   VMS_ASSERT_OK(db->close());
 }
 
