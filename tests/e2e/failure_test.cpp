@@ -26,31 +26,6 @@ using Op = FaultIo::Op;
 
 // Installs a FaultIo for the life of the object (before any database opens).
 
-// Runs fn in a forked child that then dies by SIGKILL, as a crashed process does;
-// the child reports through a pipe: fn writes status bytes, the parent gets them all.
-std::string runAndKill(const std::function<void(int fd)>& fn) {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    fn(fds[1]);
-    raise(SIGKILL);
-    _exit(99);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[256];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child did not die by SIGKILL";
-  return out;
-}
-
-void report(int fd, char c) { (void)!write(fd, &c, 1); }
 
 std::string key(int i) { return numKey("k", static_cast<uint64_t>(i), 8); }
 std::string val(int version, int i) { return "v" + std::to_string(version) + "-" + std::to_string(i); }

@@ -1,6 +1,7 @@
 // Shared helpers of vmstore's API and end-to-end tests: scratch directories, the test
 // scale, random keys and values, value tags that let a reader check a value belongs to
-// its key, full scans and small file-system helpers.
+// its key, full scans, small file-system helpers and runAndKill (a child process killed
+// by SIGKILL, as a crashed one).
 //
 // Everything here is header-only (inline) because every tests/**/*_test.cpp file is
 // compiled into one executable.
@@ -10,6 +11,10 @@
 
 #include "unit_util.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -18,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -484,5 +490,31 @@ class FaultScope {
   vmstore::internal::FaultIo io_;
   vmstore::internal::Io* prev_;
 };
+
+// Runs fn in a forked child that then dies by SIGKILL, as a crashed process does;
+// the child reports through a pipe: fn writes status bytes, the parent gets them all.
+inline std::string runAndKill(const std::function<void(int fd)>& fn) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    fn(fds[1]);
+    raise(SIGKILL);
+    _exit(99);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child did not die by SIGKILL";
+  return out;
+}
+
+inline void report(int fd, char c) { (void)!write(fd, &c, 1); }
 
 }  // namespace vmstest
