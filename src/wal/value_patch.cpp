@@ -1,5 +1,6 @@
 #include "wal/value_patch.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace vmstore::internal {
@@ -8,16 +9,18 @@ namespace {
 
 constexpr size_t kRangeHeader = 8;  // offset, length
 
-void putU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof(v)); }
-
 uint32_t getU32(const char* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-// The first index >= i where a and b differ, or n.
+// The first index >= i where a and b differ, or n. Equal stretches (most of a row whose
+// few fields changed) are skipped kChunk bytes per memcmp, which compares them with
+// vector instructions; the chunk that differs is searched a word at a time.
 size_t firstDifference(const uint8_t* a, const uint8_t* b, size_t i, size_t n) {
+  constexpr size_t kChunk = 64;
+  while (i + kChunk <= n && std::memcmp(a + i, b + i, kChunk) == 0) i += kChunk;
   for (; i + 8 <= n; i += 8) {
     uint64_t x, y;
     std::memcpy(&x, a + i, 8);
@@ -54,18 +57,31 @@ size_t endOfRun(const uint8_t* a, const uint8_t* b, size_t i, size_t n) {
 bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* out) {
   const size_t n = next.size();
   if (old.size() != n || n > UINT32_MAX) return false;
-  out->clear();
-  putU32(out, static_cast<uint32_t>(n));
+  // Written in place into n bytes (a patch is kept only if smaller than the value), then
+  // cut to its length.
+  out->resize(std::max<size_t>(n, 4));
+  char* const base = out->data();
+  size_t at = 0;
+  auto putU32At = [&](uint32_t v) {
+    std::memcpy(base + at, &v, sizeof(v));
+    at += sizeof(v);
+  };
+  putU32At(static_cast<uint32_t>(n));
   size_t i = firstDifference(old.data(), next.data(), 0, n);
   while (i < n) {
     const size_t end = endOfRun(old.data(), next.data(), i, n);  // one past its last differing byte
-    if (out->size() + kRangeHeader + (end - i) >= n) return false;
-    putU32(out, static_cast<uint32_t>(i));
-    putU32(out, static_cast<uint32_t>(end - i));
-    out->append(reinterpret_cast<const char*>(next.data() + i), end - i);
+    if (at + kRangeHeader + (end - i) >= n) {
+      out->clear();
+      return false;
+    }
+    putU32At(static_cast<uint32_t>(i));
+    putU32At(static_cast<uint32_t>(end - i));
+    std::memcpy(base + at, next.data() + i, end - i);
+    at += end - i;
     i = firstDifference(old.data(), next.data(), end, n);
   }
-  return out->size() < n;
+  out->resize(at);
+  return at < n;
 }
 
 uint64_t patchedSize(std::string_view patch) { return patch.size() < 4 ? UINT64_MAX : getU32(patch.data()); }
