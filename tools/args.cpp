@@ -1,5 +1,6 @@
 // Command-line parsing shared by every vmstore command.
 #include <string>
+#include <string_view>
 
 #include "cli.hpp"
 
@@ -30,9 +31,9 @@ Args::Args(int argc, char** argv, int first, std::vector<OptionSpec> specs) {
     if (spec->takes_value) {
       if (eq != std::string::npos) {
         value = arg.substr(eq + 1);
-      } else if (i + 1 < argc) {
+      } else if (i + 1 < argc && std::string_view(argv[i + 1]).substr(0, 2) != "--") {
         value = argv[++i];
-      } else {
+      } else {  // nothing follows, or another option: not taken as this one's value
         throw UsageError("option --" + name + " needs a value (--" + name + "=VALUE)");
       }
     } else if (eq != std::string::npos) {
