@@ -278,10 +278,12 @@ void vms_iter_close(vms_iter* it);
  *   until reopened, and the reopened database holds none of the batch).
  * - After a crash a batch is wholly present or wholly absent: it is one log record,
  *   and no checkpoint (vms_sync, vms_close) falls inside one.
- * - While vms_write runs, other writers of the database wait; readers are not blocked
+ * - While vms_write runs, writers of the batch's keys wait (it holds their locks);
+ *   writes of other keys, and other batches, go on beside it. Readers are not blocked
  *   and may see some of the batch's changes before others.
- * - A batch belongs to one thread; reuse it after vms_batch_clear; the trees it names
- *   must stay open until it is written or cleared. */
+ * - A batch belongs to one thread; reuse it after vms_batch_clear, which keeps the
+ *   memory of its operations (a batch reused for batches of similar size allocates
+ *   nothing); the trees it names must stay open until it is written or cleared. */
 int vms_batch_new(vms_batch** b);
 int vms_batch_put(vms_batch* b, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);
 int vms_batch_delete(vms_batch* b, vms_tree* t, const void* key, size_t klen);

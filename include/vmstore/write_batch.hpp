@@ -13,8 +13,9 @@
 // - After a crash a batch is either wholly present or wholly absent: it is one log record
 //   (appended once all of it applied; present if write() returned OK under durability
 //   sync), and no checkpoint falls inside it.
-// - While write() runs, other writers of the database wait; readers are not blocked and
-//   may see some of the batch's changes before others, and never a change undone later
+// - While write() runs, writers of the batch's keys wait (it holds their locks); writes
+//   of other keys, and other batches, go on beside it. Readers are not blocked and may
+//   see some of the batch's changes before others, and never a change undone later
 //   except while a failing batch is being undone.
 // - A batch is a value: copy, move, reuse after clear(). It references its trees (the
 //   handles must outlive it) but no database state; one batch belongs to one thread.

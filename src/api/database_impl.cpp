@@ -1306,6 +1306,10 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
   return writeUnder<std::shared_lock<WriterGate>>(x.ops, KeyLock{x.slots}, &DatabaseImpl::writable, [&] {
     if (x.undo.size() < n) x.undo.resize(n);
     x.undone = 0;
+    // The leaf the last put wrote to: the next put of that tree tries it before descending
+    // (keys added in order often share leaves).
+    BTree::LeafHint hint;
+    const TreeImpl* hintTree = nullptr;
     Status st = guarded([&] {
       for (size_t i = 0; i < n; i++) {
         const WriteBatch::Op& op = batchOps[i];
@@ -1313,14 +1317,19 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
         u.tree = x.trees[i];
         u.had = false;
         if (op.isPut) {
+          if (u.tree != hintTree) hint = BTree::LeafHint{};
+          hintTree = u.tree;
           // One descent for the undo image and, when the new value has the old one's size
           // (a row update), the write in place; otherwise a put.
-          bool inPlace = u.tree->btree.updateInPlace(asBytes(op.key), [&](const Bytes* current) {
-            u.had = current != nullptr;
-            if (u.had) u.old.assign(reinterpret_cast<const char*>(current->data()), current->size());
-            return std::optional<Bytes>(asBytes(op.value));
-          });
-          if (!inPlace) u.tree->btree.put(asBytes(op.key), asBytes(op.value));
+          bool inPlace = u.tree->btree.updateInPlace(
+              asBytes(op.key),
+              [&](const Bytes* current) {
+                u.had = current != nullptr;
+                if (u.had) u.old.assign(reinterpret_cast<const char*>(current->data()), current->size());
+                return std::optional<Bytes>(asBytes(op.value));
+              },
+              &hint);
+          if (!inPlace) u.tree->btree.put(asBytes(op.key), asBytes(op.value), &hint);
         } else {
           u.had = u.tree->btree.getString(asBytes(op.key), &u.old);
           u.tree->btree.remove(asBytes(op.key));

@@ -29,6 +29,7 @@
 
 #include "btree/node.hpp"
 #include "buffer/guards.hpp"
+#include "sync/page_state.hpp"
 
 namespace vmstore::internal {
 
@@ -70,7 +71,20 @@ class BasicBTree {
   // value's own page. False (nothing held) when absent.
   bool pin(Bytes key, uint64_t* pinned, const uint8_t** data, size_t* len);
   void unpin(uint64_t pinned);
-  void put(Bytes key, Bytes value);
+  // A leaf a caller has just written to, kept for its next write of a nearby key (the
+  // sorted keys of a batch, Database::write): its page and the version the caller's
+  // release gave it. A page whose version is still that one has not changed since, so it
+  // is the same leaf of this tree with the same fences; the write then goes to it without
+  // descending from the root, when the key is within its fences (and, for an insert, the
+  // entry fits). Otherwise (changed, evicted, freed, another key range) the write
+  // descends as usual. put and updateInPlace take one (null: none) and leave in it the
+  // leaf they wrote to. A hint belongs to the tree that left it: never pass it to another
+  // tree (an unchanged leaf of this one could cover the other's key).
+  struct LeafHint {
+    uint64_t pid = kNoPage;
+    uint64_t version = 0;
+  };
+  void put(Bytes key, Bytes value, LeafHint* hint = nullptr);
   // Writing a value in place (no second copy of it), in three steps: allocValue makes
   // the value's page (of a value too large for a leaf: key.size() + len >
   // BTreeNode::kMaxEntry) and calls fill(bytes) on its len bytes, before anything
@@ -97,12 +111,12 @@ class BasicBTree {
   // then applies its change with put or remove. decide is called exactly once, unless the
   // read throws before it; what decide throws propagates (nothing written).
   using Decide = std::optional<Bytes> (*)(void* ctx, const Bytes* current);
-  bool updateInPlace(Bytes key, Decide decide, void* ctx);
+  bool updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint* hint = nullptr);
   template <class Fn>
-  bool updateInPlace(Bytes key, Fn&& decide) {
+  bool updateInPlace(Bytes key, Fn&& decide, LeafHint* hint = nullptr) {
     return updateInPlace(
         key, [](void* f, const Bytes* current) { return (*static_cast<std::remove_reference_t<Fn>*>(f))(current); },
-        &decide);
+        &decide, hint);
   }
 
   // The entries >= from of the leaf that holds `from`, ascending; at most maxEntries of
@@ -218,7 +232,13 @@ class BasicBTree {
     }
   }
   // Returns the value the new entry replaced (to free; pid kNoPage if none).
-  ValueRef insertEntry(Bytes key, Bytes payload, bool outOfLine);
+  ValueRef insertEntry(Bytes key, Bytes payload, bool outOfLine, LeafHint* hint = nullptr);
+  // The hinted leaf (see LeafHint), held optimistically in *leaf, if it is unchanged and
+  // key is within its fences; false (nothing held) otherwise.
+  bool leafFromHint(Bytes key, const LeafHint& hint, NodeO* leaf);
+  // The hint a write leaves after holding leaf pid exclusively, upgraded from an
+  // optimistic read at state word `begin`: the release adds one to the version.
+  static LeafHint hintAfterRelease(uint64_t pid, uint64_t begin) { return {pid, PageState::nextVersion(begin)}; }
   // Splits node (parent may be unheld only for the root). False if the parent had to be
   // split first; either way the caller restarts its operation.
   bool split(NodeX& node, NodeX& parent, Bytes key);

@@ -345,17 +345,36 @@ void BasicBTree<BM>::freeValuePage(ValueRef ref) {
 }
 
 template <class BM>
-void BasicBTree<BM>::put(Bytes key, Bytes value) {
+bool BasicBTree<BM>::leafFromHint(Bytes key, const LeafHint& hint, NodeO* leaf) {
+  if (hint.pid == kNoPage) return false;
+  NodeO g = NodeO::ifResident(bm_, hint.pid);
+  // (A guard's version is the whole state word: a shared holder or a sleeper there is no change.)
+  if (!g.held() || PageState::versionOf(g.version()) != hint.version) return false;  // changed, or not resident
+  // Unchanged since the caller let go of it: still a leaf of this tree. Is key in
+  // (lower fence, upper fence]? An empty lower fence is -infinity, an empty upper one
+  // +infinity.
+  const Bytes lower = g->lowerFenceKey();
+  const Bytes upper = g->upperFenceKey();
+  const bool inRange = g->isLeaf() && (lower.empty() || compareBytes(key, lower) > 0) &&
+                       (upper.empty() || compareBytes(key, upper) <= 0);
+  g.validate();
+  if (!inRange) return false;
+  *leaf = std::move(g);
+  return true;
+}
+
+template <class BM>
+void BasicBTree<BM>::put(Bytes key, Bytes value, LeafHint* hint) {
   bool outOfLine = key.size() + value.size() > BTreeNode::kMaxEntry;
   if (!outOfLine) {
-    ValueRef old = insertEntry(key, value, false);
+    ValueRef old = insertEntry(key, value, false, hint);
     if (old.pid != kNoPage) freeValuePage(old);
     return;
   }
   ValueRef ref{writeValuePage(value), static_cast<uint32_t>(value.size())};
   ValueRef old;
   try {
-    old = insertEntry(key, Bytes(reinterpret_cast<const uint8_t*>(&ref), sizeof(ref)), true);
+    old = insertEntry(key, Bytes(reinterpret_cast<const uint8_t*>(&ref), sizeof(ref)), true, hint);
   } catch (...) {
     freeValuePage(ref);
     throw;
@@ -364,7 +383,7 @@ void BasicBTree<BM>::put(Bytes key, Bytes value) {
 }
 
 template <class BM>
-bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx) {
+bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint* hint) {
   uint8_t copy[BTreeNode::kMaxEntry];  // an inline value (key and value fit one entry)
   std::string outOfLine;
   NodeO leaf;
@@ -372,9 +391,14 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx) {
   bool found = false;
   bool inlineValue = false;
   unsigned len = 0;
+  bool tryHint = hint != nullptr;  // once: a restart descends
   withRestarts(bm_, [&] {
-    NodeO parent;
-    descend(key, &parent, &leaf, kNoPage);
+    const bool hinted = tryHint && leafFromHint(key, *hint, &leaf);
+    tryHint = false;
+    if (!hinted) {
+      NodeO parent;
+      descend(key, &parent, &leaf, kNoPage);
+    }
     pos = leaf->lowerBound(key, &found);
     inlineValue = found && !leaf->outOfLine(pos);
     if (inlineValue) {
@@ -403,8 +427,10 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx) {
           return false;  // changed by someone the caller did not keep out: put instead
         }
       }
+      const uint64_t version = leaf.version();
       NodeX node(std::move(leaf));  // Restart if the leaf changed since it was read
       std::memcpy(node->mutablePayload(pos), next->data(), len);
+      if (hint != nullptr) *hint = hintAfterRelease(node.pid(), version);
       return true;
     } catch (const Restart& r) {
       leaf = NodeO();
@@ -414,14 +440,18 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx) {
 }
 
 template <class BM>
-typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine) {
+typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes payload, bool outOfLine, LeafHint* hint) {
   unsigned klen = static_cast<unsigned>(key.size());
   unsigned plen = static_cast<unsigned>(payload.size());
+  bool tryHint = hint != nullptr;  // once: a restart, or a leaf too full, descends
   for (unsigned attempt = 0;; attempt++) {
     try {
       NodeO parentO;
       NodeO nodeO;
-      descend(key, &parentO, &nodeO, kNoPage);
+      const bool hinted = tryHint && leafFromHint(key, *hint, &nodeO);
+      tryHint = false;
+      if (!hinted) descend(key, &parentO, &nodeO, kNoPage);
+      const uint64_t version = nodeO.version();
       NodeX node(std::move(nodeO));
       bool found;
       unsigned pos = node->lowerBound(key, &found);
@@ -434,12 +464,15 @@ typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes p
           node->removeSlot(pos);
           node->makeSpaceFor(klen, plen);  // compacts the heap; the slots keep their order
           node->insertAt(pos, key, payload, outOfLine);
+          if (hint != nullptr) *hint = hintAfterRelease(node.pid(), version);
           return old;
         }
       } else if (node->makeSpaceFor(klen, plen)) {
         node->insertAt(pos, key, payload, outOfLine);
+        if (hint != nullptr) *hint = hintAfterRelease(node.pid(), version);
         return ValueRef{kNoPage, 0};
       }
+      if (hinted) continue;  // a split needs the parent: descend (the leaf is let go)
       NodeX parent;
       if (parentO.held()) parent = NodeX(std::move(parentO));
       split(node, parent, key);

@@ -52,6 +52,18 @@ class GuardO {
     }
     parent.validate();
   }
+  // pid held optimistically only if it is resident and not locked exclusively now (the
+  // hit path alone: nothing is read in or waited for); else nothing is held (held()
+  // false). For a page id remembered from before, not reached through a parent.
+  static GuardO ifResident(BM& bm, uint64_t pid) {
+    GuardO g;
+    if (pid == 0 || pid >= bm.pageCount()) return g;
+    if (bm.tryOptimisticBegin(pid, &g.page_, &g.version_)) {
+      g.bm_ = &bm;
+      g.pid_ = pid;
+    }
+    return g;
+  }
   GuardO(GuardO&& o) noexcept { *this = std::move(o); }
   GuardO& operator=(GuardO&& o) noexcept {
     bm_ = o.bm_;

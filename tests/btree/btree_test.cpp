@@ -239,6 +239,125 @@ TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
+// LeafHint: a put or updateInPlace given the hint of the last write goes to that leaf
+// without descending only while it is unchanged and covers the key; a leaf changed by
+// others, split, merged away, evicted or of another key range is found from the root.
+// Whatever the hint, the tree ends as a map given the same writes says.
+TEST(BTree, LeafHintsAreTakenOnlyWhileTheLeafIsUnchangedAndCoversTheKey) {
+  BufferEnv env(treePool());
+  BTree t(*env.bm, BTree::create(*env.bm));
+  Model model;
+  auto key = [](uint64_t i) {
+    char b[16];
+    std::snprintf(b, sizeof b, "k%08llu", static_cast<unsigned long long>(i));
+    return std::string(b);
+  };
+  // Ascending inserts: with the hint, each goes to the leaf the last one wrote, so
+  // each touches one page (without it, a descent touches every level).
+  auto hits = [&] { return env.bm->counters().sum(Counter::kHits); };
+  BTree::LeafHint hint;
+  for (uint64_t i = 0; i < 3000; i++) {
+    std::string v(40, static_cast<char>('a' + i % 26));
+    t.put(asBytes(key(i * 2)), asBytes(v), &hint);
+    model[key(i * 2)] = v;
+  }
+  {
+    std::vector<std::string> problems;
+    std::vector<uint64_t> pages;
+    vmstore::TreeShape shape;
+    t.verify(&problems, &pages, &shape);
+    ASSERT_GE(shape.height, 2u) << "one leaf: nothing to skip";
+  }
+  uint64_t before = hits();
+  for (uint64_t i = 3000; i < 3100; i++) {
+    std::string v(40, 'z');
+    t.put(asBytes(key(i * 2)), asBytes(v), &hint);
+    model[key(i * 2)] = v;
+  }
+  const uint64_t hinted = hits() - before;
+  before = hits();
+  for (uint64_t i = 3100; i < 3200; i++) {
+    std::string v(40, 'z');
+    t.put(asBytes(key(i * 2)), asBytes(v));
+    model[key(i * 2)] = v;
+  }
+  const uint64_t descended = hits() - before;
+  EXPECT_LT(hinted * 3, descended * 2) << "the hint was not taken (" << hinted << " page hits against " << descended
+                                       << " without it)";
+  // A random mix: hinted puts and updates (same size and not), plain puts and removes
+  // in between that change, split and merge leaves, and a pool small enough to evict.
+  std::mt19937_64 rng(7);
+  for (int op = 0; op < 20000; op++) {
+    uint64_t i = rng() % 7000;
+    if (rng() % 4 == 0) i = (rng() % 2 == 0 ? i + 1 : i) % 7000;  // runs of nearby keys
+    const std::string k = key(i);
+    switch (rng() % 5) {
+      case 0:
+      case 1: {
+        std::string v(1 + rng() % 60, static_cast<char>('A' + rng() % 26));
+        t.put(asBytes(k), asBytes(v), &hint);
+        model[k] = v;
+        break;
+      }
+      case 2: {
+        std::string v(rng() % 2 == 0 ? 40 : 41, 'u');
+        bool inPlace = t.updateInPlace(
+            asBytes(k), [&](const vmstore::internal::Bytes*) { return std::optional(asBytes(v)); }, &hint);
+        if (!inPlace) t.put(asBytes(k), asBytes(v), &hint);
+        model[k] = v;
+        break;
+      }
+      case 3: {
+        std::string v(20, 'p');
+        t.put(asBytes(k), asBytes(v));  // not hinted: the hinted leaf may change under the hint
+        model[k] = v;
+        break;
+      }
+      default:
+        t.remove(asBytes(k));
+        model.erase(k);
+    }
+  }
+  bool found;
+  for (const auto& [k, v] : model) ASSERT_EQ(getValue(t, k, &found), v) << k;
+  EXPECT_EQ(t.countKeys(), model.size());
+  expectSoundAndAccounted(*env.bm, {&t});
+}
+
+// A hint is kept only while its leaf is unchanged: a leaf merged away, its page freed
+// and taken by another tree for a leaf whose fences cover the key, is not written to.
+TEST(BTree, ALeafHintToALeafFreedAndReusedIsNotTaken) {
+  BufferEnv env(treePool());
+  BTree a(*env.bm, BTree::create(*env.bm));
+  BTree b(*env.bm, BTree::create(*env.bm));
+  auto key = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "k%06d", i);
+    return std::string(buf);
+  };
+  for (int i = 0; i < 3000; i++) a.put(asBytes(key(i)), asBytes(std::string(40, 'a')));
+  BTree::LeafHint hint;
+  a.put(asBytes(key(1500)), asBytes(std::string(40, 'h')), &hint);  // the hint: 1500's leaf
+  for (int i = 100; i < 2900; i++) a.remove(asBytes(key(i)));        // that leaf merges away
+  for (int i = 0; i < 3000; i++) b.put(asBytes(key(i)), asBytes(std::string(40, 'b')));  // B takes its page
+  // The hinted page is a leaf of B now: a key within its fences.
+  std::string target;
+  {
+    auto g = vmstore::internal::GuardO<BTreeNode>::ifResident(*env.bm, hint.pid);
+    ASSERT_TRUE(g.held());
+    ASSERT_TRUE(g->isLeaf()) << "B did not take the freed page; the test needs it to";
+    vmstore::internal::Bytes upper = g->upperFenceKey();
+    vmstore::internal::Bytes lower = g->lowerFenceKey();
+    target = !upper.empty() ? std::string(reinterpret_cast<const char*>(upper.data()), upper.size())
+                            : std::string(reinterpret_cast<const char*>(lower.data()), lower.size()) + "z";
+  }
+  a.put(asBytes(target), asBytes(std::string(40, 'n')), &hint);
+  bool found;
+  EXPECT_EQ(getValue(a, target, &found), std::string(40, 'n'));
+  EXPECT_NE(getValue(b, target, &found), std::string(40, 'n')) << "written into the other tree's leaf";
+  expectSoundAndAccounted(*env.bm, {&a, &b});
+}
+
 TEST(BTree, RandomWorkloadMatchesMap) {
   BufferEnv env(treePool());
   BufferManager& bm = *env.bm;
