@@ -25,9 +25,9 @@ constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a mu
 constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;
 constexpr uint64_t kReleaseStep = 1ull << 20;  // buffer memory given back in steps of this
-constexpr size_t kStagedRecord = 64 << 10;
+constexpr size_t kStagedRecord = 64 << 10;       // records up to this are encoded before the lock
 // refuseForeign reads a first record of up to this many payload bytes (larger: not checked).
-constexpr uint32_t kMaxCheckedRecord = 64u << 20;       // records up to this are encoded before the lock
+constexpr uint32_t kMaxCheckedRecord = 64u << 20;
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
