@@ -448,7 +448,9 @@ TEST(OpLog, SyncLogBufferStaysSmall) {
     peak = std::max(peak, residentBytes());
   }
   UNIT_ASSERT_OK(log.flush());
+#if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer's shadow memory grows with what is written
   EXPECT_LT(peak - before, 16L << 20) << "resident memory grew with the log";
+#endif
   EXPECT_GT(log.bytes(), 60ull << 20);
   UNIT_ASSERT_OK(log.close());
 }
