@@ -1227,8 +1227,7 @@ namespace {
 // share one): a write of a batch no larger than one before allocates nothing (its undo images
 // reuse the strings of earlier ones, which keep the capacity they last needed).
 struct BatchScratch {
-  struct Undo {
-    TreeImpl* tree = nullptr;
+  struct Undo {  // of the operation at the same index (its tree is trees[i])
     bool had = false;
     std::string old;
   };
@@ -1314,14 +1313,14 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
       for (size_t i = 0; i < n; i++) {
         const WriteBatch::Op& op = batchOps[i];
         BatchScratch::Undo& u = x.undo[i];
-        u.tree = x.trees[i];
+        TreeImpl* const tree = x.trees[i];
         u.had = false;
         if (op.isPut) {
-          if (u.tree != hintTree) hint = BTree::LeafHint{};
-          hintTree = u.tree;
+          if (tree != hintTree) hint = BTree::LeafHint{};
+          hintTree = tree;
           // One descent for the undo image and, when the new value has the old one's size
           // (a row update), the write in place; otherwise a put.
-          bool inPlace = u.tree->btree.updateInPlace(
+          bool inPlace = tree->btree.updateInPlace(
               asBytes(op.key),
               [&](const Bytes* current) {
                 u.had = current != nullptr;
@@ -1329,10 +1328,10 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
                 return std::optional<Bytes>(asBytes(op.value));
               },
               &hint);
-          if (!inPlace) u.tree->btree.put(asBytes(op.key), asBytes(op.value), &hint);
+          if (!inPlace) tree->btree.put(asBytes(op.key), asBytes(op.value), &hint);
         } else {
-          u.had = u.tree->btree.getString(asBytes(op.key), &u.old);
-          u.tree->btree.remove(asBytes(op.key));
+          u.had = tree->btree.getString(asBytes(op.key), &u.old);
+          tree->btree.remove(asBytes(op.key));
         }
         x.undone = i + 1;
       }
@@ -1344,9 +1343,9 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
           const BatchScratch::Undo& u = x.undo[i];
           const std::string& key = batchOps[i].key;
           if (u.had) {
-            u.tree->btree.put(asBytes(key), asBytes(u.old));
+            x.trees[i]->btree.put(asBytes(key), asBytes(u.old));
           } else {
-            u.tree->btree.remove(asBytes(key));
+            x.trees[i]->btree.remove(asBytes(key));
           }
         }
         return Status::OK();
