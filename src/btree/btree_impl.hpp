@@ -429,7 +429,7 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint
       }
       const uint64_t version = leaf.version();
       NodeX node(std::move(leaf));  // Restart if the leaf changed since it was read
-      std::memcpy(node->mutablePayload(pos), next->data(), len);
+      node->overwritePayload(pos, *next);
       if (hint != nullptr) *hint = hintAfterRelease(node.pid(), version);
       return true;
     } catch (const Restart& r) {
@@ -455,6 +455,14 @@ typename BasicBTree<BM>::ValueRef BasicBTree<BM>::insertEntry(Bytes key, Bytes p
       NodeX node(std::move(nodeO));
       bool found;
       unsigned pos = node->lowerBound(key, &found);
+      if (found && !outOfLine && !node->outOfLine(pos) && plen <= node->payloadLen(pos)) {
+        // An inline value no larger than the inline one it replaces: overwritten where
+        // it is (no slot moves, no heap compaction; a shorter one leaves its tail unused
+        // until the next compaction).
+        node->overwritePayload(pos, payload);
+        if (hint != nullptr) *hint = hintAfterRelease(node.pid(), version);
+        return ValueRef{kNoPage, 0};
+      }
       if (found) {
         // Replace in place if the new entry fits once the old one is gone.
         unsigned freed = BTreeNode::kSlotSize + node->slot[pos].keyLen + node->payloadLen(pos);

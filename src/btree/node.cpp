@@ -204,6 +204,13 @@ void BTreeNode::removeSlot(unsigned i) {
   makeHints();
 }
 
+void BTreeNode::overwritePayload(unsigned i, Bytes payload) {
+  unsigned old = payloadLen(i);
+  if (!payload.empty()) std::memcpy(mutablePayload(i), payload.data(), payload.size());
+  spaceUsed -= static_cast<uint16_t>(old - payload.size());
+  slot[i].payloadLen = static_cast<uint16_t>(payload.size());
+}
+
 void BTreeNode::makeHints(unsigned first) {
   unsigned dist = count / (kHintCount + 1);
   for (unsigned i = first; i < kHintCount; i++) hint[i] = dist ? slot[dist * (i + 1)].head : 0;

@@ -128,6 +128,10 @@ struct BTreeNode {
   // The same at pos, which must be lowerBound(key) (the caller has just searched).
   void insertAt(unsigned pos, Bytes key, Bytes payload, bool outOfLineValue = false);
   void removeSlot(unsigned i);
+  // Replaces the inline payload of slot i with one no longer than it, where it is: the
+  // slot and the heap keep their layout; a shorter payload frees its tail (counted
+  // free again, reclaimed by the next compaction). The slot must not be out of line.
+  void overwritePayload(unsigned i, Bytes payload);
   // Appends an entry after all others (the caller keeps keys ascending).
   void append(Bytes key, Bytes payload, uint16_t rawPayloadLen);
   void compactify();

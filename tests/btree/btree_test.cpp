@@ -208,9 +208,13 @@ TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
   EXPECT_EQ(seen, "value7");
   EXPECT_EQ(getValue(t, "k7", &found), "VALUE7");
   EXPECT_EQ(layout(), before) << "the update moved the entry";
-  // put of the same size reinserts the entry (the heap grows down): the contrast.
+  // put of the same size writes in place too; of a longer value it reinserts the entry
+  // (the heap grows down): the contrast.
   t.put(asBytes("k7"), asBytes("value7"));
+  EXPECT_EQ(layout(), before);
+  t.put(asBytes("k7"), asBytes("value 7"));
   EXPECT_NE(layout(), before);
+  t.put(asBytes("k7"), asBytes("value7"));
   // Another size, nullopt, an absent key, an out-of-line value: nothing written.
   before = layout();
   EXPECT_FALSE(update("k7", std::string("longer value")));
@@ -236,6 +240,74 @@ TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(getValue(t, "k3", &found), "VALUE3");
   EXPECT_EQ(getValue(t, "k30", &found), "another key in the same leaf");
+  expectSoundAndAccounted(*env.bm, {&t});
+}
+
+// put of an existing key whose inline value is at least as long as the new one writes
+// the new value where the old one is: no slot moves, the heap does not grow, and a
+// shorter value's tail counts as free space (the next compaction reclaims it). A longer
+// value, or an out-of-line one either side, reinserts the entry.
+TEST(BTree, PutOfAValueNoLongerThanTheOldOneOverwritesItInPlace) {
+  BufferEnv env(treePool());
+  BTree t(*env.bm, BTree::create(*env.bm));
+  for (int i = 0; i < 20; i++) t.put(asBytes("k" + std::to_string(i)), asBytes(std::string(40, 'a' + i)));
+  struct Layout {
+    unsigned count, dataOffset, spaceUsed, offset, len;
+  };
+  auto layout = [&](const std::string& key) {
+    GuardS<BTreeNode> root(*env.bm, t.rootPid());
+    bool found;
+    unsigned pos = root->lowerBound(asBytes(key), &found);
+    EXPECT_TRUE(root->isLeaf() && found);
+    return Layout{root->count, root->dataOffset, root->spaceUsed, root->slot[pos].offset, root->payloadLen(pos)};
+  };
+  bool found;
+  Layout before = layout("k5");
+  t.put(asBytes("k5"), asBytes(std::string(40, 'X')));
+  Layout same = layout("k5");
+  EXPECT_EQ(getValue(t, "k5", &found), std::string(40, 'X'));
+  EXPECT_EQ(same.offset, before.offset);
+  EXPECT_EQ(same.dataOffset, before.dataOffset);
+  EXPECT_EQ(same.spaceUsed, before.spaceUsed);
+  t.put(asBytes("k5"), asBytes("short"));
+  Layout shorter = layout("k5");
+  EXPECT_EQ(getValue(t, "k5", &found), "short");
+  EXPECT_EQ(shorter.offset, before.offset);
+  EXPECT_EQ(shorter.dataOffset, before.dataOffset);
+  EXPECT_EQ(shorter.spaceUsed, before.spaceUsed - 35);
+  EXPECT_EQ(shorter.len, 5u);
+  t.put(asBytes("k5"), asBytes(""));
+  EXPECT_EQ(getValue(t, "k5", &found), "");
+  EXPECT_TRUE(found);
+  EXPECT_EQ(layout("k5").spaceUsed, before.spaceUsed - 40);
+  // Longer again: reinserted lower in the heap.
+  t.put(asBytes("k5"), asBytes(std::string(41, 'Y')));
+  Layout longer = layout("k5");
+  EXPECT_EQ(getValue(t, "k5", &found), std::string(41, 'Y'));
+  EXPECT_LT(longer.dataOffset, before.dataOffset);
+  EXPECT_EQ(longer.spaceUsed, before.spaceUsed + 1);
+  // An out-of-line value replaced by a short one, and back: never written in place.
+  std::string big(BTreeNode::kMaxEntry + 100, 'B');
+  t.put(asBytes("k6"), asBytes(big));
+  EXPECT_EQ(getValue(t, "k6", &found), big);
+  t.put(asBytes("k6"), asBytes("x"));
+  EXPECT_EQ(getValue(t, "k6", &found), "x");
+  // Shrunk entries leave holes that a compaction reclaims: fill the leaf until it must
+  // compact, every value still intact.
+  Model model;
+  for (int i = 0; i < 20; i++) {
+    std::string key = "k" + std::to_string(i);
+    model[key] = i == 5 ? std::string(41, 'Y') : i == 6 ? "x" : std::string(40, 'a' + i);
+    t.put(asBytes(key), asBytes(std::string(i % 3 == 0 ? 1 : 7, 'z')));
+    model[key] = std::string(i % 3 == 0 ? 1 : 7, 'z');
+  }
+  for (int i = 20; i < 200; i++) {
+    std::string key = "k" + std::to_string(i);
+    model[key] = std::string(10, 'n');
+    t.put(asBytes(key), asBytes(model[key]));
+  }
+  for (const auto& [k, v] : model) expectGet(t, k, model);
+  expectScansMatch(t, model);
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
