@@ -1,4 +1,5 @@
 #include "api/database_impl.hpp"
+#include "api/leaf_hints.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -65,8 +66,13 @@ std::string sizeText(uint64_t bytes) {
 
 }  // namespace
 
+static uint64_t nextTreeSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 TreeImpl::TreeImpl(DatabaseImpl* db, std::string name, uint64_t root)
-    : db(db), name(std::move(name)), btree(db->bufferManager(), root), handle(this) {}
+    : db(db), name(std::move(name)), serial(nextTreeSerial()), btree(db->bufferManager(), root), handle(this) {}
 
 // Tiers (Options::tiers): on nodes with memory here, with the clock policy.
 static Status checkTiersConfig(const Options& options) {
@@ -841,7 +847,9 @@ Status DatabaseImpl::put(TreeImpl* t, std::string_view key, std::string_view val
   LogOp op{LogOpKind::kPut, t->name, key, value};
   const KeySlot slot = t->keyLocks.slot(key);
   return writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{{&slot, 1}}, &DatabaseImpl::writable, [&] {
-    t->btree.put(asBytes(key), asBytes(value));
+    BTree::LeafHint hint = LeafHints::of(t->serial);
+    t->btree.put(asBytes(key), asBytes(value), &hint);
+    LeafHints::remember(t->serial, hint);
     return Status::OK();
   });
 }
@@ -1102,6 +1110,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
     size_t logFull = 0;  // the record that found the log file full
     Status decided;
     st = guarded([&] {
+      BTree::LeafHint hint = LeafHints::of(t->serial);
       bool inPlace = t->btree.updateInPlace(asBytes(key), [&](const Bytes* current) -> std::optional<Bytes> {
         std::optional<std::string_view> cur;
         if (current != nullptr) cur.emplace(reinterpret_cast<const char*>(current->data()), current->size());
@@ -1161,14 +1170,15 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
         markChanged();
         if (op->kind == LogOpKind::kDelete) return std::nullopt;
         return asBytes(newValue);
-      });
+      }, &hint);
       if (op && !inPlace) {
         if (op->kind != LogOpKind::kDelete) {
-          t->btree.put(asBytes(key), asBytes(newValue));
+          t->btree.put(asBytes(key), asBytes(newValue), &hint);
         } else {
           t->btree.remove(asBytes(key));
         }
       }
+      LeafHints::remember(t->serial, hint);
       return std::move(decided);
     });
     if (reserved != 0) {

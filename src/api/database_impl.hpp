@@ -85,6 +85,7 @@ class TreeImpl {
   static TreeImpl* of(Tree* tree) { return tree->impl_; }
   DatabaseImpl* db;
   std::string name;
+  const uint64_t serial;  // this handle's number in the process, never reused (LeafHints)
   BTree btree;
   Tree handle;
   KeyLocks keyLocks;  // its keys' locks (sync/key_locks.hpp)

@@ -1,0 +1,154 @@
+// Leaf hints across calls (api/leaf_hints.hpp): a thread's put or update goes straight to
+// the leaf its last write to the same tree went to while that leaf is unchanged and
+// covers the key. Tested: the per-thread slots themselves (a slot answers only for its
+// tree), ascending puts and repeated updates that touch one page instead of a descent,
+// two trees written alternately with interleaved keys (a hint never carries a key into
+// the other tree), and writers of several threads whose hints go stale under each other.
+#include "api/leaf_hints.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../e2e/test_util.hpp"
+
+namespace {
+
+using namespace vmstest;
+using vmstore::internal::BTree;
+using vmstore::internal::LeafHints;
+
+TEST(LeafHints, ASlotAnswersOnlyForItsTreeAndOnlyInItsThread) {
+  const uint64_t a = 1000001;
+  EXPECT_EQ(LeafHints::of(a).pid, vmstore::internal::kNoPage);
+  LeafHints::remember(a, BTree::LeafHint{42, 7});
+  EXPECT_EQ(LeafHints::of(a).pid, 42u);
+  EXPECT_EQ(LeafHints::of(a).version, 7u);
+  std::thread([&] { EXPECT_EQ(LeafHints::of(a).pid, vmstore::internal::kNoPage); }).join();
+  // Another tree whose slot is the same one pushes the hint out; it never answers for a.
+  uint64_t b = a + 16;
+  EXPECT_EQ(LeafHints::of(b).pid, vmstore::internal::kNoPage);
+  LeafHints::remember(b, BTree::LeafHint{43, 8});
+  EXPECT_EQ(LeafHints::of(a).pid, vmstore::internal::kNoPage);
+  EXPECT_EQ(LeafHints::of(b).pid, 43u);
+}
+
+class LeafHintsDb : public OneTreeTest {
+ protected:
+  std::string config() const override { return "pool_size=64M,durability=none"; }
+  uint64_t hits() const { return db_->stats().hits; }
+};
+
+// A tree of height three or more, then more ascending keys: with hints a put latches its
+// leaf (one page access, a descent only when the leaf splits); without, every put reads
+// every level. The same for updates of one key.
+TEST_F(LeafHintsDb, AscendingPutsAndRepeatedUpdatesTakeTheirLeafWithoutDescending) {
+  std::string value(100, 'v');
+  const int loaded = 60000;
+  for (int i = 0; i < loaded; i++) VMS_ASSERT_OK(t_->put(numKey("k", i), value));
+  vmstore::TreeShape shape;
+  VMS_ASSERT_OK(t_->shape(&shape));
+  ASSERT_GE(shape.height, 3u);
+  const int more = 2000;
+  uint64_t before = hits();
+  for (int i = loaded; i < loaded + more; i++) VMS_ASSERT_OK(t_->put(numKey("k", i), value));
+  double perPut = static_cast<double>(hits() - before) / more;
+  EXPECT_LT(perPut, 1.5) << "page accesses per ascending put, height " << shape.height;
+
+  before = hits();
+  for (int i = 0; i < more; i++) {
+    VMS_ASSERT_OK(t_->update(numKey("k", 777), [&](std::optional<std::string_view> cur) {
+      std::string next(*cur);
+      next[0] = static_cast<char>('a' + i % 26);
+      return vmstore::Change::put(std::move(next));
+    }));
+  }
+  double perUpdate = static_cast<double>(hits() - before) / more;
+  EXPECT_LT(perUpdate, 1.5) << "page accesses per update (read, then written in place), height " << shape.height;
+
+  std::string got;
+  VMS_ASSERT_OK(t_->get(numKey("k", 777), &got));
+  EXPECT_EQ(got[0], static_cast<char>('a' + (more - 1) % 26));
+  for (int i = 0; i < loaded + more; i += 997) {
+    VMS_ASSERT_OK(t_->get(numKey("k", i), &got));
+    EXPECT_EQ(got.size(), value.size());
+  }
+}
+
+// Keys of two trees interleave (a's "k0005" lies between b's "k0004" and "k0006"): had a
+// put of one tree taken the other's hint, its key would land in the other tree.
+TEST_F(LeafHintsDb, TwoTreesWrittenAlternatelyKeepTheirOwnKeys) {
+  vmstore::Tree* b = nullptr;
+  VMS_ASSERT_OK(db_->openTree("b", true, &b));
+  std::map<std::string, std::string> wantA, wantB;
+  for (int i = 0; i < 20000; i++) {
+    vmstore::Tree* t = i % 2 == 0 ? t_ : b;
+    auto& want = i % 2 == 0 ? wantA : wantB;
+    std::string key = numKey("k", i);
+    std::string value = taggedValue(key, static_cast<uint32_t>(i), 40 + i % 50);
+    VMS_ASSERT_OK(t->put(key, value));
+    want[key] = value;
+    if (i % 7 == 0) {  // updates too, of the other tree's neighbour keys
+      std::string other = numKey("k", i > 0 ? i - 1 : 1);
+      auto& otherWant = i % 2 == 0 ? wantB : wantA;
+      vmstore::Tree* ot = i % 2 == 0 ? b : t_;
+      VMS_ASSERT_OK(ot->update(other, [&](std::optional<std::string_view> cur) {
+        std::string next = cur ? std::string(*cur) : std::string("new");
+        next += "+";
+        otherWant[other] = next;
+        return vmstore::Change::put(std::move(next));
+      }));
+    }
+  }
+  EXPECT_EQ(diffKV(scanForward(t_), toKV(wantA)), "");
+  EXPECT_EQ(diffKV(scanForward(b), toKV(wantB)), "");
+}
+
+// Several threads insert ascending keys of their own, interleaved in one key space, and
+// update shared rows: every hint goes stale under the others' splits and writes.
+TEST_F(LeafHintsDb, WritersOfSeveralThreadsEndAsTheirWritesSay) {
+  const int threads = 4;
+  const int perThread = 15000;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; t++) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < perThread; i++) {
+        std::string key = numKey("k", static_cast<uint64_t>(i) * threads + t);
+        Status s = t_->put(key, taggedValue(key, 1, 30 + (i + t) % 40));
+        if (!s.ok()) ADD_FAILURE() << s.toString();
+        if (i % 10 == 0) {
+          s = t_->update(numKey("shared", i % 5), [](std::optional<std::string_view> cur) {
+            uint64_t n = 0;
+            if (cur && cur->size() == 8) std::memcpy(&n, cur->data(), 8);
+            n++;
+            std::string next(8, '\0');
+            std::memcpy(next.data(), &n, 8);
+            return vmstore::Change::put(std::move(next));
+          });
+          if (!s.ok()) ADD_FAILURE() << s.toString();
+        }
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  KV all = scanForward(t_);
+  size_t rows = 0;
+  uint64_t counted = 0;
+  for (const auto& [k, v] : all) {
+    if (k.rfind("shared", 0) == 0) {
+      uint64_t n = 0;
+      std::memcpy(&n, v.data(), 8);
+      counted += n;
+      continue;
+    }
+    rows++;
+    EXPECT_TRUE(isTaggedValueOf(k, v)) << show(k);
+  }
+  EXPECT_EQ(rows, static_cast<size_t>(threads) * perThread);
+  EXPECT_EQ(counted, static_cast<uint64_t>(threads) * (perThread / 10));
+}
+
+}  // namespace
