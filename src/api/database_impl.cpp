@@ -1,5 +1,6 @@
 #include "api/database_impl.hpp"
 #include "api/leaf_hints.hpp"
+#include "api/write_scratch.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -1091,7 +1092,10 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
   if (!pass) return closedStatus();
   if (Status refused = writable(); !refused.ok()) return refused;
   std::exception_ptr thrown;  // fn's exception, rethrown once everything is let go
-  std::string patch;          // a same-size put's record: the bytes that changed
+  // A same-size put's record: the bytes that changed, in a scratch string of this
+  // thread's (write_scratch.hpp), which a warm update reuses instead of allocating.
+  std::optional<ScratchLease> scratch;
+  if (logging()) scratch.emplace();
   uint64_t lsn = 0;
   bool unlogged = false;  // a put too large for the log (see writeUnder)
   Status st;
@@ -1142,8 +1146,8 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
             if (cur && !v.empty() && at >= from && at < from + cur->size()) v = owned.assign(v);
             newValue = v;
             op = LogOp{LogOpKind::kPut, t->name, key, v};
-            if (logging() && cur && cur->size() == v.size() && encodePatch(asBytes(*cur), asBytes(v), &patch)) {
-              op = LogOp{LogOpKind::kPatch, t->name, key, patch};  // a row update: its changed bytes
+            if (scratch && cur && cur->size() == v.size() && encodePatch(asBytes(*cur), asBytes(v), &(**scratch).one)) {
+              op = LogOp{LogOpKind::kPatch, t->name, key, (**scratch).one};  // a row update: its changed bytes
             }
             break;
           }
@@ -1230,64 +1234,10 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
   return log_.waitDurable(commit);
 }
 
-namespace {
-
-// What one Database::write needs besides the batch, kept from one write to the next (a
-// pool per thread; each write takes its own, so tasks that interleave on a thread never
-// share one): a write of a batch no larger than one before allocates nothing (its undo images
-// reuse the strings of earlier ones, which keep the capacity they last needed).
-struct BatchScratch {
-  struct Undo {  // of the operation at the same index (its tree is trees[i])
-    bool had = false;
-    std::string old;
-  };
-  std::vector<TreeImpl*> trees;
-  std::vector<KeySlot> slots;
-  std::vector<LogOp> ops;
-  std::vector<Undo> undo;  // [0, undone) in use
-  size_t undone = 0;
-  std::string patches;  // the patches of the batch's same-size puts, end to end
-  std::string one;
-  std::vector<std::pair<size_t, size_t>> at;  // each op's patch in patches; length 0: none
-};
-
-class ScratchLease {
- public:
-  ScratchLease() {
-    if (pool().empty()) {
-      scratch_ = std::make_unique<BatchScratch>();
-    } else {
-      scratch_ = std::move(pool().back());
-      pool().pop_back();
-    }
-  }
-  ~ScratchLease() {
-    // One of a very large batch is not kept: its memory would stay with the thread.
-    const BatchScratch& x = *scratch_;
-    if (pool().size() < kKept && x.undo.size() <= kKeptOps && x.patches.capacity() <= kKeptBytes) {
-      pool().push_back(std::move(scratch_));
-    }
-  }
-  ScratchLease(const ScratchLease&) = delete;
-  ScratchLease& operator=(const ScratchLease&) = delete;
-  BatchScratch& operator*() { return *scratch_; }
-
- private:
-  static constexpr size_t kKept = 8;
-  static constexpr size_t kKeptOps = 4096;
-  static constexpr size_t kKeptBytes = 1 << 20;
-  static std::vector<std::unique_ptr<BatchScratch>>& pool() {
-    thread_local std::vector<std::unique_ptr<BatchScratch>> kept;
-    return kept;
-  }
-  std::unique_ptr<BatchScratch> scratch_;
-};
-
-}  // namespace
 
 Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
   ScratchLease lease;
-  BatchScratch& x = *lease;
+  WriteScratch& x = *lease;
   const std::span<const WriteBatch::Op> batchOps = batch.ops();
   const size_t n = batchOps.size();
   x.trees.clear();
@@ -1315,19 +1265,16 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
   return writeUnder<std::shared_lock<WriterGate>>(x.ops, KeyLock{x.slots}, &DatabaseImpl::writable, [&] {
     if (x.undo.size() < n) x.undo.resize(n);
     x.undone = 0;
-    // The leaf the last put wrote to: the next put of that tree tries it before descending
-    // (keys added in order often share leaves).
-    BTree::LeafHint hint;
-    const TreeImpl* hintTree = nullptr;
     Status st = guarded([&] {
       for (size_t i = 0; i < n; i++) {
         const WriteBatch::Op& op = batchOps[i];
-        BatchScratch::Undo& u = x.undo[i];
+        WriteScratch::Undo& u = x.undo[i];
         TreeImpl* const tree = x.trees[i];
         u.had = false;
         if (op.isPut) {
-          if (tree != hintTree) hint = BTree::LeafHint{};
-          hintTree = tree;
+          // The leaf this thread's last write of the tree went to (api/leaf_hints.hpp):
+          // keys added in order, and rows written again, often share it.
+          BTree::LeafHint hint = LeafHints::of(tree->serial);
           // One descent for the undo image and, when the new value has the old one's size
           // (a row update), the write in place; otherwise a put.
           bool inPlace = tree->btree.updateInPlace(
@@ -1339,6 +1286,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
               },
               &hint);
           if (!inPlace) tree->btree.put(asBytes(op.key), asBytes(op.value), &hint);
+          LeafHints::remember(tree->serial, hint);
         } else {
           u.had = tree->btree.getString(asBytes(op.key), &u.old);
           tree->btree.remove(asBytes(op.key));
@@ -1350,7 +1298,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
     if (!st.ok()) {
       Status undone = guarded([&] {
         for (size_t i = x.undone; i-- > 0;) {
-          const BatchScratch::Undo& u = x.undo[i];
+          const WriteScratch::Undo& u = x.undo[i];
           const std::string& key = batchOps[i].key;
           if (u.had) {
             x.trees[i]->btree.put(asBytes(key), asBytes(u.old));
@@ -1368,7 +1316,7 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
       x.at.assign(n, {0, 0});
       for (size_t i = 0; i < n; i++) {
         const WriteBatch::Op& op = batchOps[i];
-        const BatchScratch::Undo& u = x.undo[i];
+        const WriteScratch::Undo& u = x.undo[i];
         if (!op.isPut || !u.had || u.old.size() != op.value.size()) continue;
         if (!encodePatch(asBytes(u.old), asBytes(op.value), &x.one)) continue;
         x.at[i] = {x.patches.size(), x.one.size()};

@@ -1,7 +1,8 @@
-// LeafHints: each thread's memory of the leaf its last single write (put, update) to each
-// tree went to (BTree::LeafHint), so that writes to neighbouring keys from one thread (an
-// ascending insert, a transaction's order lines, the same row updated again) latch their
-// leaf directly instead of descending from the root.
+// LeafHints: each thread's memory of the leaf its last write (a put, an update, a batch's
+// put) to each tree went to (BTree::LeafHint), so that writes to neighbouring keys from
+// one thread (an ascending insert, a transaction's order lines, the same row updated
+// again, a batch that alternates between trees) latch their leaf directly instead of
+// descending from the root.
 //
 // Contract
 // - of(serial) is the calling thread's hint for the tree with that serial (TreeImpl::serial:
