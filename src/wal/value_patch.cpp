@@ -1,6 +1,7 @@
 #include "wal/value_patch.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace vmstore::internal {
@@ -17,15 +18,18 @@ uint32_t getU32(const char* p) {
 
 // The first index >= i where a and b differ, or n. Equal stretches (most of a row whose
 // few fields changed) are skipped kChunk bytes per memcmp, which compares them with
-// vector instructions; the chunk that differs is searched a word at a time.
+// vector instructions; the chunk that differs is searched a word at a time, and the
+// word that differs gives its first differing byte by its lowest set bit (words load
+// little-endian: the lowest address is the lowest byte).
 size_t firstDifference(const uint8_t* a, const uint8_t* b, size_t i, size_t n) {
+  static_assert(std::endian::native == std::endian::little);
   constexpr size_t kChunk = 64;
   while (i + kChunk <= n && std::memcmp(a + i, b + i, kChunk) == 0) i += kChunk;
   for (; i + 8 <= n; i += 8) {
     uint64_t x, y;
     std::memcpy(&x, a + i, 8);
     std::memcpy(&y, b + i, 8);
-    if (x != y) break;
+    if (x != y) return i + static_cast<size_t>(std::countr_zero(x ^ y)) / 8;
   }
   while (i < n && a[i] == b[i]) i++;
   return i;
