@@ -171,7 +171,11 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     });
   }
   if (s.ok() && !fileExists) s = refuseOrphanedFiles(dir);
-  if (s.ok() && !fileExists) s = db->create(path);
+  bool created = false;  // by this open: a failure below removes it again
+  if (s.ok() && !fileExists) {
+    s = db->create(path);
+    created = s.ok();
+  }
   if (s.ok()) s = db->file_.open(path, false, options.direct_io);
   if (s.ok() && db->file_.sizeBytes() == 0) {
     s = Status::Corruption(path + " is empty; if this database never held data, delete the file to start anew");
@@ -211,14 +215,16 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     if (s.ok()) db->bm_->setAccessListener(db->trace_.get());
   }
   if (!s.ok()) {
-    // A failed open leaves no database behind: creation is atomic (create()). The
-    // directory and its LOCK file stay: removing them could pull them from under a
-    // concurrent opener of the same path.
+    // A failed open leaves no database behind: creation is atomic (create()), and a
+    // database this open created is removed again when a later step fails (the journal,
+    // the log, a trace file that cannot be created). The directory and its LOCK file
+    // stay: removing them could pull them from under a concurrent opener of the same path.
     db->catalog_.reset();
     db->bm_.reset();
     db->log_.close();
     db->journal_.close();
     db->file_.close();
+    if (created) db->removeCreated(path);
     db->lock_.release();
     return s;
   }
@@ -229,6 +235,18 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   db->checkpointer_ = std::thread([self] { self->checkpointerLoop(); });
   *out = std::move(db);
   return Status::OK();
+}
+
+void DatabaseImpl::removeCreated(const std::string& path) {
+  // The journal and log files first, the data file last: a crash in between leaves an
+  // empty database (as if creation had succeeded), never files that refuseOrphanedFiles
+  // would take for a database whose data file was lost.
+  for (const std::string& name : {OpLog::fileName(0), OpLog::fileName(1), PageJournal::fileName(0),
+                                  PageJournal::fileName(1)}) {
+    io().unlink(dir_ + "/" + name);  // absent: nothing to do
+  }
+  io().unlink(path);
+  io().syncDir(dir_);
 }
 
 Status DatabaseImpl::refuseOrphanedFiles(const std::string& dir) {

@@ -139,6 +139,8 @@ class DatabaseImpl {
  private:
   DatabaseImpl() = default;
   Status create(const std::string& path);  // a new data file, atomically
+  // After a failed open that created the database: removes its files (best effort).
+  void removeCreated(const std::string& path);
   Status recoverAndLoad();                 // journal recovery, superblock, free list
   // A whole checkpoint: completes a pending one, then cuts and writes a new one.
   Status checkpoint();

@@ -482,7 +482,28 @@ TEST(Failures, FailedCreationLeavesNothingBehind) {
   });
   EXPECT_EQ(out, "c") << "the child died in the middle of creating";
   EXPECT_FALSE(pathExists(dir3 + "/data.vms"));
-  for (const std::string& d : {dir, dir2, dir3}) {
+  // A step after the data file is in place fails: the database this open created goes
+  // again (found by probing: a trace file that cannot be created left a whole database,
+  // which a later create=false open took for one).
+  std::string dir4 = freshDir("4");
+  s = vmstore::Database::open(dir4, "pool_size=1M,trace=" + dir4 + "/no/such/dir/trace", &db);
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
+  EXPECT_FALSE(pathExists(dir4 + "/data.vms"));
+  s = vmstore::Database::open(dir4, "pool_size=1M,create=false", &db);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.toString();
+  std::string dir5 = freshDir("5");
+  {
+    FaultScope faults;  // the journal cannot be created
+    faults.io().fail({Op::kOpen, "journal-", 0, 1, EIO});
+    s = vmstore::Database::open(dir5, "pool_size=1M,durability=sync", &db);
+    EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
+  }
+  for (const char* name : {"data.vms", "journal-0.vms", "journal-1.vms", "log-0.vms", "log-1.vms"}) {
+    EXPECT_FALSE(pathExists(dir5 + "/" + name)) << name;
+  }
+  s = vmstore::Database::open(dir5, "pool_size=1M,create=false", &db);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.toString();
+  for (const std::string& d : {dir, dir2, dir3, dir4, dir5}) {
     auto opened = openDb(d, "pool_size=1M");
     ASSERT_TRUE(opened) << d;
     vmstore::Tree* t;
