@@ -77,7 +77,7 @@ const char* vms_strerror(int rc);
  * not a failure: it leaves the message as it was. */
 const char* vms_last_error(void);
 
-/* config: NULL or "key=value,key=value". Keys:
+/* config: NULL or "key=value,key=value" (each key at most once: VMS_EINVAL). Keys:
  *   pool_size=SIZE   buffer pool memory budget, bytes with optional K/M/G/T suffix
  *                    (default 1G, minimum 1M; more than the memory of the machine or
  *                    of the process's memory cgroup is VMS_ENOMEM)

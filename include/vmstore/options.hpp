@@ -1,8 +1,8 @@
 // vmstore::Options: how a database is opened. Every field has a documented default.
 //
 // Options::parse() reads the C API's config string ("pool_size=64M,create=false");
-// unknown keys and malformed values are an InvalidArgument error naming the key, and
-// leave *out untouched.
+// unknown keys, malformed values and a key given twice are an InvalidArgument error naming
+// the key, and leave *out untouched. Keys not given keep the value *out holds.
 #pragma once
 
 #include <cstdint>

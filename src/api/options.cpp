@@ -3,6 +3,7 @@
 #include "policy/registry.hpp"
 
 #include <string>
+#include <vector>
 
 namespace vmstore {
 
@@ -104,6 +105,7 @@ Status Options::parse(std::string_view config, Options* out) {
   Options o = *out;
   bool poolGiven = false;
   bool tiersGiven = false;
+  std::vector<std::string_view> given;  // keys so far
   while (!config.empty()) {
     size_t comma = config.find(',');
     std::string_view item = trim(config.substr(0, comma));
@@ -115,6 +117,11 @@ Status Options::parse(std::string_view config, Options* out) {
     }
     std::string_view key = trim(item.substr(0, eq));
     std::string_view value = trim(item.substr(eq + 1));
+    // A key given twice is ambiguous (which one did the caller mean?): refused.
+    for (std::string_view seen : given) {
+      if (seen == key) return Status::InvalidArgument("config key '" + std::string(key) + "' is given twice");
+    }
+    given.push_back(key);
     if (key == "pool_size" || key == "max_size") {
       uint64_t size;
       if (!parseSize(value, &size)) {

@@ -75,7 +75,8 @@ TEST(CppOptions, ParseGood) {
 
 TEST(CppOptions, ParseBadLeavesOutUntouched) {
   const char* bad[] = {"bogus_key=1",   "pool_size=12Q", "pool_size=",  "pool_size=-1",
-                       "pool_size=99999999999T", "create=maybe", "max_size=x", "pool_size=4M,nope=1"};
+                       "pool_size=99999999999T", "create=maybe", "max_size=x", "pool_size=4M,nope=1",
+                       "pool_size=8M,pool_size=16M", "create=true, create = false"};
   for (const char* config : bad) {
     SCOPED_TRACE(config);
     Options o;
@@ -93,6 +94,8 @@ TEST(CppOptions, ParseBadLeavesOutUntouched) {
   Status s = Options::parse("pool_size=4M,warp_factor=9", &o);
   EXPECT_NE(s.message().find("warp_factor"), std::string::npos) << s.toString();
   EXPECT_EQ(o.pool_size, Options().pool_size);
+  s = Options::parse("pool_size=8M,durability=none,pool_size=16M", &o);
+  EXPECT_NE(s.message().find("'pool_size' is given twice"), std::string::npos) << s.toString();
 }
 
 TEST(CppOptions, ParseSize) {
