@@ -1252,7 +1252,6 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
   return log_.waitDurable(commit);
 }
 
-
 Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
   ScratchLease lease;
   WriteScratch& x = *lease;
