@@ -249,8 +249,8 @@ int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ct
 int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void* buf, size_t cap, size_t* copied,
                   size_t* vlen);
 /* Zero-copy scan: calls fn(ctx, key, klen, value, vlen) for each entry with key >= start
- * (start NULL / slen 0: from the first key), ascending, until fn returns nonzero or the
- * entries end. key and value are valid during that call only; value is in place in the
+ * (start NULL / slen 0: from the first key; over VMS_MAX_KEY_SIZE bytes: VMS_ETOOBIG),
+ * ascending, until fn returns nonzero or the entries end. key and value are valid during that call only; value is in place in the
  * pool. The leaf of the entry (and a large value's own page) is held shared while fn
  * runs, so the rules of the views above apply inside fn: never write to this tree from
  * it, nor take a view or scan of it; reads that copy (vms_get, iterators) are fine. The
@@ -261,7 +261,8 @@ int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void
 typedef int (*vms_scan_fn)(void* ctx, const void* key, size_t klen, const void* value, size_t vlen);
 int vms_scan(vms_tree* t, const void* start, size_t slen, vms_scan_fn fn, void* ctx);
 
-/* Positions before the first key >= start (start NULL / slen 0: the first key). */
+/* Positions before the first key >= start (start NULL / slen 0: the first key). start is
+ * a bound, not a stored key: any length (unlike vms_scan's, at most VMS_MAX_KEY_SIZE). */
 int vms_iter_open(vms_tree* t, const void* start, size_t slen, vms_iter** it);
 /* VMS_OK with pointers valid until the next call on this iterator; VMS_NOTFOUND at end. */
 int vms_iter_next(vms_iter* it, const void** key, size_t* klen, const void** val, size_t* vlen);

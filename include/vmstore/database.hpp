@@ -220,6 +220,7 @@ class Iterator {
   Iterator& operator=(Iterator&&) noexcept;
   ~Iterator();
 
+  // key is a bound, not a stored key: any length (Tree::scan's start: at most kMaxKeySize).
   void seek(std::string_view key);         // first key >= key
   void seekForPrev(std::string_view key);  // last key <= key
   void seekToFirst();
