@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -266,7 +267,18 @@ void acknowledgedSurviveAPowerCut(Durability durability) {
         }
       });
     }
+    // The cut comes once enough writes were acknowledged to mean something (under a
+    // slow build, such as ThreadSanitizer's, 300 ms may not be enough), at most 20 s.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    auto ackedSoFar = [&] {
+      int total = 0;
+      for (const auto& a : acked) total += a.load();
+      return total;
+    };
+    while (ackedSoFar() <= 2 * kThreads && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     faults.powerCut(3, false);
     stop = true;
     for (auto& th : ts) th.join();
