@@ -250,8 +250,8 @@ int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void
                   size_t* vlen);
 /* Zero-copy scan: calls fn(ctx, key, klen, value, vlen) for each entry with key >= start
  * (start NULL / slen 0: from the first key; over VMS_MAX_KEY_SIZE bytes: VMS_ETOOBIG),
- * ascending, until fn returns nonzero or the entries end. key and value are valid during that call only; value is in place in the
- * pool. The leaf of the entry (and a large value's own page) is held shared while fn
+ * ascending, until fn returns nonzero or the entries end. key and value are valid during
+ * that call only; value is in place in the pool. The leaf of the entry (and a large value's own page) is held shared while fn
  * runs, so the rules of the views above apply inside fn: never write to this tree from
  * it, nor take a view or scan of it; reads that copy (vms_get, iterators) are fine. The
  * entries of one leaf are one consistent state; writes made

@@ -237,14 +237,22 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   return Status::OK();
 }
 
+namespace {
+
+// The files of a database besides its data file: the log and journal, and their
+// single-file names of earlier versions. Each is created only after data.vms.
+std::vector<std::string> companionFiles() {
+  return {OpLog::fileName(0),      OpLog::fileName(1),           PageJournal::fileName(0),
+          PageJournal::fileName(1), std::string(kLegacyLogName), std::string(kLegacyJournalName)};
+}
+
+}  // namespace
+
 void DatabaseImpl::removeCreated(const std::string& path) {
   // The journal and log files first, the data file last: a crash in between leaves an
   // empty database (as if creation had succeeded), never files that refuseOrphanedFiles
   // would take for a database whose data file was lost.
-  for (const std::string& name : {OpLog::fileName(0), OpLog::fileName(1), PageJournal::fileName(0),
-                                  PageJournal::fileName(1)}) {
-    io().unlink(dir_ + "/" + name);  // absent: nothing to do
-  }
+  for (const std::string& name : companionFiles()) io().unlink(dir_ + "/" + name);  // absent: nothing to do
   io().unlink(path);
   io().syncDir(dir_);
 }
@@ -254,8 +262,7 @@ Status DatabaseImpl::refuseOrphanedFiles(const std::string& dir) {
   // first), so one without it means the data file was lost: creating a new database here
   // would replay the log over an empty one and report it damaged, or bury the log.
   std::error_code ec;
-  for (const std::string& name : {OpLog::fileName(0), OpLog::fileName(1), PageJournal::fileName(0),
-                                  PageJournal::fileName(1), std::string(kLegacyLogName), std::string(kLegacyJournalName)}) {
+  for (const std::string& name : companionFiles()) {
     if (fs::exists(dir + "/" + name, ec)) {
       return Status::Corruption(dir + " holds " + name + " but no " + kDataFileName +
                                 ": the database's data file is missing. Restore it, or remove the directory's "

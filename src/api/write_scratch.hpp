@@ -61,11 +61,10 @@ class ScratchLease {
   ScratchLease& operator=(const ScratchLease&) = delete;
   WriteScratch& operator*() { return *scratch_; }
 
+ private:
   static constexpr size_t kKept = 8;
   static constexpr size_t kKeptOps = 4096;
   static constexpr size_t kKeptBytes = 1 << 20;
-
- private:
   static std::vector<std::unique_ptr<WriteScratch>>& pool() {
     thread_local std::vector<std::unique_ptr<WriteScratch>> kept;
     return kept;
