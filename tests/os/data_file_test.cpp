@@ -1,5 +1,6 @@
 // Unit tests of os/data_file.hpp: whole-page reads and writes, reads past the end and of
-// a truncated file, and the directory lock (same process, after release, other process).
+// a truncated file, zero-fill ahead (concurrent writers, its limit, a full device), and
+// the directory lock (same process, after release, other process).
 #include "os/data_file.hpp"
 
 #include <fcntl.h>
@@ -277,6 +278,138 @@ TEST(DataFile, TruncatedFileReadsDataThenZeros) {
     EXPECT_TRUE(hasPattern(buf.data(), 10, 0, c)) << "cut at " << c;
     EXPECT_TRUE(isZero(buf.data(), c, kPage)) << "cut at " << c;
   }
+}
+
+// True when the file has no hole (unallocated range) below its size.
+bool hasNoHole(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+  ::close(fd);
+  return hole == size;
+}
+
+TEST(DataFile, ZeroFillAheadKeepsEveryWrittenPageAndLeavesNoHoles) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: zero-fill ahead stays off";
+  f.setZeroFillAhead(uint64_t{1} << 30);
+  // Four threads write pages in an order of their own (single pages and batches, each
+  // often past the end), so fills and writes of other threads interleave.
+  constexpr uint64_t kPages = 1200;
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::vector<Status> failures(kThreads);
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      vmsunit::AlignedPages bufs(8);
+      vmsunit::AlignedPages single(1);
+      std::vector<vmstore::internal::PageWrite> batch;
+      for (uint64_t i = 0; i < kPages / kThreads; i++) {
+        uint64_t pid = (i * kThreads + t) * 7919 % kPages;  // a permutation of [0, kPages)
+        if (i % 3 == 0) {
+          fillPattern(single.data(), pid);
+          Status st = f.writePage(pid, single.data());
+          if (!st.ok()) failures[t] = st;
+          continue;
+        }
+        fillPattern(bufs.data() + batch.size() * kPage, pid);
+        batch.push_back({pid, bufs.data() + batch.size() * kPage});
+        if (batch.size() == 8) {
+          Status st = f.writeBatch(batch);
+          if (!st.ok()) failures[t] = st;
+          batch.clear();
+        }
+      }
+      if (!batch.empty()) {
+        Status st = f.writeBatch(batch);
+        if (!st.ok()) failures[t] = st;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const Status& st : failures) UNIT_ASSERT_OK(st);
+  const uint64_t written = kPages / kThreads * kThreads;
+  vmsunit::AlignedPages buf(1);
+  for (uint64_t i = 0; i < written; i++) {
+    uint64_t pid = i * 7919 % kPages;
+    std::memset(buf.data(), 0xAB, kPage);
+    UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+    EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid;
+  }
+  // Filled ahead in whole MiB beyond the last page, with no hole below the end.
+  EXPECT_GE(f.sizeBytes(), kPages * kPage);
+  EXPECT_EQ(f.sizeBytes() % (1u << 20), 0u);
+  EXPECT_TRUE(hasNoHole(dir.file("data")));
+  // A page past every write reads as zeros.
+  std::memset(buf.data(), 0xAB, kPage);
+  UNIT_ASSERT_OK(f.readPage(kPages + 3, buf.data()));
+  EXPECT_TRUE(isZero(buf.data()));
+}
+
+TEST(DataFile, ZeroFillAheadStopsAtItsLimitAndIsOffByDefault) {
+  vmsunit::ScratchDir dir;
+  DataFile f;
+  UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+  if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: zero-fill ahead stays off";
+  vmsunit::AlignedPages buf(1);
+  for (uint64_t pid : {1, 0}) {
+    fillPattern(buf.data(), pid);
+    UNIT_ASSERT_OK(f.writePage(pid, buf.data()));
+  }
+  EXPECT_EQ(f.sizeBytes(), 2 * kPage) << "off by default";
+  f.setZeroFillAhead(40 * kPage);
+  UNIT_ASSERT_OK(f.writePage(5, buf.data()));
+  EXPECT_EQ(f.sizeBytes(), 40 * kPage) << "filled up to the limit, not a whole MiB";
+  // Past the limit a write fills only up to itself.
+  fillPattern(buf.data(), 45);
+  UNIT_ASSERT_OK(f.writePage(45, buf.data()));
+  EXPECT_EQ(f.sizeBytes(), 46 * kPage);
+  EXPECT_TRUE(hasNoHole(dir.file("data")));
+  UNIT_ASSERT_OK(f.readPage(45, buf.data()));
+  EXPECT_TRUE(hasPattern(buf.data(), 45));
+  UNIT_ASSERT_OK(f.readPage(1, buf.data()));
+  EXPECT_TRUE(hasPattern(buf.data(), 1));
+}
+
+TEST(DataFile, ZeroFillAheadThatFindsTheDeviceFullGivesItsSpaceBack) {
+  vmsunit::ScratchDir dir;
+  vmstore::internal::FaultIo faults;
+  vmstore::internal::Io* prev = vmstore::internal::setIo(&faults);
+  {
+    DataFile f;
+    UNIT_ASSERT_OK(f.open(dir.file("data"), true));
+    if (!f.directIo()) {
+      vmstore::internal::setIo(prev);
+      GTEST_SKIP() << "no O_DIRECT here: zero-fill ahead stays off";
+    }
+    f.setZeroFillAhead(uint64_t{1} << 30);
+    vmsunit::AlignedPages buf(1);
+    fillPattern(buf.data(), 0);
+    UNIT_ASSERT_OK(f.writePage(0, buf.data()));
+    ASSERT_EQ(f.sizeBytes(), 1u << 20);
+    // 512 KiB left: the next fill (to 2 MiB) does not fit, the page itself does.
+    faults.spaceLimit((1u << 19));
+    fillPattern(buf.data(), 256);
+    UNIT_ASSERT_OK(f.writePage(256, buf.data()));
+    EXPECT_EQ(f.sizeBytes(), (1u << 20) + kPage) << "no zeros kept past the page";
+    // Filling is off from now on; writes go on as plain writes while space lasts.
+    fillPattern(buf.data(), 300);
+    UNIT_ASSERT_OK(f.writePage(300, buf.data()));
+    EXPECT_EQ(f.sizeBytes(), 301 * kPage);
+    fillPattern(buf.data(), 600);
+    Status st = f.writePage(600, buf.data());
+    EXPECT_EQ(st.code(), Code::kNoSpace) << st.toString();
+    faults.clearSpaceLimit();
+    for (uint64_t pid : {0, 256, 300}) {
+      std::memset(buf.data(), 0xAB, kPage);
+      UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
+      EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid;
+    }
+  }
+  vmstore::internal::setIo(prev);
 }
 
 TEST(DataFile, DirectoryLockSameProcess) {
