@@ -228,10 +228,9 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
     db->lock_.release();
     return s;
   }
-  // From here on (not during recovery, whose space needs are exactly what it writes: a
-  // recovery that fails on a full device keeps no zeros). Past the pages in use, the
-  // file holds nothing of this database: filling may start there.
-  db->file_.setZeroFillAhead(options.max_size, db->bm_->pageCount() * kPageSize);
+  // From here on, not during recovery: a recovery needs exactly the space it writes,
+  // and one that fails on a full device keeps none ahead.
+  db->file_.setAllocateAhead(options.max_size, db->bm_->pageCount() * kPageSize);
   db->opened_ = true;
   db->bm_->setReadAheadPages(options.read_ahead);
   if (options.page_provider) db->bm_->startProvider();

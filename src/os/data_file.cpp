@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -27,8 +26,8 @@ namespace vmstore::internal {
 
 namespace {
 
-// Zero-fill ahead writes zeros in transfers of this many bytes, and fills in multiples of it.
-constexpr uint64_t kZeroFillStep = 1 << 20;
+// Allocating ahead allocates in multiples of this many bytes (at least one).
+constexpr uint64_t kAheadStep = 1 << 20;
 // The most pages one vectored write of writeBatch carries (IOV_MAX is 1024).
 constexpr size_t kMaxRunIovecs = 256;
 
@@ -193,55 +192,38 @@ Status DataFile::readPagesAt(uint64_t first, size_t n, char* out) const {
   return Status::OK();
 }
 
-void DataFile::setZeroFillAhead(uint64_t limitBytes, uint64_t usedBytes) {
-  std::lock_guard g(fillMutex_);
-  fillLimit_ = direct_ ? limitBytes : 0;
-  filled_.store(std::min(usedBytes, sizeBytes()), std::memory_order_release);
-  fillFailed_.store(false, std::memory_order_relaxed);
+void DataFile::setAllocateAhead(uint64_t limitBytes, uint64_t usedBytes) {
+  std::lock_guard g(aheadMutex_);
+  aheadLimit_ = direct_ ? limitBytes : 0;
+  allocated_.store(std::min(usedBytes, sizeBytes()), std::memory_order_release);
+  aheadFailed_.store(false, std::memory_order_relaxed);
 }
 
-void DataFile::fillTo(uint64_t end) const {
-  if (fillLimit_ == 0 || end <= filled_.load(std::memory_order_acquire)) return;
-  if (fillFailed_.load(std::memory_order_acquire)) return;
-  std::lock_guard g(fillMutex_);
-  // Only space past every write so far is filled: a write first fills up to its own end
-  // (here, one at a time), so no page was ever written at or beyond filled_.
-  uint64_t from = (filled_.load(std::memory_order_relaxed) + kPageSize - 1) / kPageSize * kPageSize;
-  if (end <= from || fillFailed_.load(std::memory_order_relaxed)) return;
-  constexpr uint64_t kStep = kZeroFillStep;
-  const uint64_t ahead = std::clamp<uint64_t>(from / 32, kStep, 64 * kStep);
-  const uint64_t target = std::max(end, std::min(fillLimit_, (end + ahead) / kStep * kStep));
-  static const char* const zeros = [] {
-    char* z = static_cast<char*>(std::aligned_alloc(kPageSize, kStep));
-    if (z != nullptr) std::memset(z, 0, kStep);
-    return z;
-  }();
-  if (zeros == nullptr) {
-    fillFailed_.store(true, std::memory_order_release);
+void DataFile::allocateTo(uint64_t end) const {
+  if (aheadLimit_ == 0 || end <= allocated_.load(std::memory_order_acquire)) return;
+  if (aheadFailed_.load(std::memory_order_acquire)) return;
+  std::lock_guard g(aheadMutex_);
+  const uint64_t from = allocated_.load(std::memory_order_relaxed);
+  if (end <= from || aheadFailed_.load(std::memory_order_relaxed)) return;
+  const uint64_t ahead = std::clamp<uint64_t>(from / 32, kAheadStep, 64 * kAheadStep);
+  const uint64_t target = std::max(end, std::min(aheadLimit_, (end + ahead) / kAheadStep * kAheadStep));
+  // Writes that reach past allocated_ wait here, and the others end below the file's
+  // size: nothing is written past sizeBefore while this runs.
+  const uint64_t sizeBefore = sizeBytes();
+  if (io().fallocate(fd_, path_, target) != 0) {
+    // A full device (or a file system without fallocate): what the call took goes back,
+    // so that allocating ahead never takes space a page write could have had, and the
+    // write that needed it goes on as without. Never again: pages may now be written
+    // past allocated_.
+    if (sizeBytes() > sizeBefore) (void)io().ftruncate(fd_, path_, sizeBefore);
+    aheadFailed_.store(true, std::memory_order_release);
     return;
   }
-  for (uint64_t at = from; at < target;) {
-    ssize_t r = io().pwrite(fd_, path_, zeros, std::min(kStep, target - at), at);
-    if (r < 0 && errno == EINTR) continue;
-    uint64_t whole = r > 0 ? static_cast<uint64_t>(r) / kPageSize * kPageSize : 0;
-    if (whole == 0) {
-      // A full device (or another failure). The zeros written go again (no page was
-      // written at or past `from`, and none is until this returns), so that filling
-      // never takes space a page write could have had; the write that needed the space
-      // then goes on as without filling. Never fill again: pages may now be written
-      // past filled_.
-      if (at > from) (void)io().ftruncate(fd_, path_, from);
-      filled_.store(from, std::memory_order_release);
-      fillFailed_.store(true, std::memory_order_release);
-      return;
-    }
-    at += whole;
-  }
-  filled_.store(target, std::memory_order_release);
+  allocated_.store(target, std::memory_order_release);
 }
 
 Status DataFile::writePage(uint64_t pid, const void* buf, uint64_t pages) const {
-  fillTo((pid + pages) * kPageSize);
+  allocateTo((pid + pages) * kPageSize);
   const char* in = static_cast<const char*>(buf);
   const size_t bytes = pages * kPageSize;
   size_t done = 0;
@@ -266,7 +248,7 @@ Status DataFile::writePage(uint64_t pid, const void* buf, uint64_t pages) const 
 Status DataFile::writeBatch(std::span<const PageWrite> writes) const {
   uint64_t end = 0;
   for (const PageWrite& w : writes) end = std::max(end, (w.pid + w.pages) * kPageSize);
-  fillTo(end);
+  allocateTo(end);
   size_t next = 0;  // writes[0, next) are done (or handed to the retry list)
   std::vector<size_t> retry;  // writes of short or interrupted transfers, finished with pwrite
 #ifdef VMSTORE_HAVE_LIBURING
@@ -371,8 +353,8 @@ Status DataFile::sync() const {
 
 Status DataFile::truncate(uint64_t pages) const {
   {
-    std::lock_guard g(fillMutex_);
-    if (filled_.load(std::memory_order_relaxed) > pages * kPageSize) filled_.store(pages * kPageSize);
+    std::lock_guard g(aheadMutex_);
+    if (allocated_.load(std::memory_order_relaxed) > pages * kPageSize) allocated_.store(pages * kPageSize);
   }
   if (io().ftruncate(fd_, path_, pages * kPageSize) != 0) return ioStatus("truncate of " + path_, errno);
   return Status::OK();

@@ -12,16 +12,16 @@
 //   safe from several threads (batches are serialized). On the ring, writes that
 //   continue each other in the file (in the order given) go as one vectored write of
 //   up to 256 pages; a short one is written again page by page.
-// - Zero-fill ahead (setZeroFillAhead, off by default): before a write reaches past what
-//   the file holds, the file is extended with written zeros beyond it (a 32nd of its
-//   size, at least 1 MiB, at most 64 MiB, never past the given limit), one thread at a
-//   time. Page writes then overwrite written blocks: the file system takes its shared
-//   lock and needs no block allocation or size change per write (with O_DIRECT, an
-//   extending write or one into a hole is serialized on the inode and, on io_uring,
-//   handed to kernel worker threads). Only space that no page was written to is filled
-//   (past the caller's used bytes and every write since); a fill that fails (a full
-//   device) truncates its zeros away, turns filling off, and the write goes on as a
-//   plain extending write. sizeBytes() then counts the filled space too.
+// - Allocate ahead (setAllocateAhead, off by default): before a write reaches past what
+//   the file has allocated, the file is allocated (fallocate) and its size extended
+//   beyond it: a 32nd of its size more, at least 1 MiB, at most 64 MiB, never past the
+//   given limit; one thread at a time. Page writes past the old end then land in
+//   allocated space inside the file: with O_DIRECT, a write into a hole or past the end
+//   allocates blocks and changes the size under the inode's exclusive lock (on
+//   io_uring, in kernel worker threads that contend for it); into allocated space it
+//   takes the shared lock. An allocation that fails (a full device) is given back
+//   (truncated), allocating ahead turns off, and the write goes on as before.
+//   sizeBytes() counts the allocated space too.
 // - Every system call goes through io() (os/io.hpp), so tests can inject faults; with a
 //   fault-injecting backend installed, batches use pwrite, never io_uring.
 // - fetchPage is readPage for the buffer manager's misses: inside a task
@@ -94,12 +94,11 @@ class DataFile {
   Status writePage(uint64_t pid, const void* buf, uint64_t pages = 1) const;
   Status writeBatch(std::span<const PageWrite> writes) const;
   bool batchedWrites() const { return ring_ != nullptr; }
-  // Zero-fill ahead (see the contract), up to at most limitBytes; 0 turns it off. Only
-  // a file opened with O_DIRECT fills (through the page cache it would gain nothing).
+  // Allocate ahead (see the contract), up to at most limitBytes; 0 turns it off. Only a
+  // file opened with O_DIRECT allocates ahead (through the page cache it gains nothing).
   // Bytes from usedBytes on hold nothing the caller needs (pages never written, or left
-  // over): filling starts at the smaller of usedBytes and the file's size, and may
-  // overwrite or (on a full device) truncate what lies past it. Call with no write running.
-  void setZeroFillAhead(uint64_t limitBytes, uint64_t usedBytes = UINT64_MAX);
+  // over): the first allocation covers them too. Call with no write running.
+  void setAllocateAhead(uint64_t limitBytes, uint64_t usedBytes = UINT64_MAX);
   Status sync() const;  // fdatasync
   Status truncate(uint64_t pages) const;
   // Allocates the first `pages` pages on the device (the file grows to at least that).
@@ -116,15 +115,15 @@ class DataFile {
   Status pageRead(uint64_t pid, void* buf, ssize_t r) const;
   // readPages' one-call read (no progress).
   Status readPagesAt(uint64_t first, size_t n, char* out) const;
-  // Zero-fills the file ahead (see the contract) so that it holds written bytes up to at
-  // least end; does nothing when filling is off or has failed.
-  void fillTo(uint64_t end) const;
+  // Allocates ahead (see the contract) so that the file has space up to at least end;
+  // does nothing when allocating ahead is off or has failed.
+  void allocateTo(uint64_t end) const;
   int fd_ = -1;
   bool direct_ = false;
-  uint64_t fillLimit_ = 0;                // 0: no zero-fill ahead
-  mutable std::atomic<uint64_t> filled_{0};  // bytes [0, filled_) hold no unwritten space of ours
-  mutable std::atomic<bool> fillFailed_{false};
-  mutable std::mutex fillMutex_;
+  uint64_t aheadLimit_ = 0;                     // 0: no allocating ahead
+  mutable std::atomic<uint64_t> allocated_{0};  // bytes [0, allocated_) are allocated
+  mutable std::atomic<bool> aheadFailed_{false};
+  mutable std::mutex aheadMutex_;
   bool taskReads_ = false;
   std::unique_ptr<Ring> ring_;
   std::string path_;

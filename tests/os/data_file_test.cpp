@@ -1,10 +1,11 @@
 // Unit tests of os/data_file.hpp: whole-page reads and writes, reads past the end and of
-// a truncated file, zero-fill ahead (concurrent writers, its limit, a full device), and
+// a truncated file, allocating ahead (concurrent writers, its limit, a full device), and
 // the directory lock (same process, after release, other process).
 #include "os/data_file.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,22 +281,19 @@ TEST(DataFile, TruncatedFileReadsDataThenZeros) {
   }
 }
 
-// True when the file has no hole (unallocated range) below its size.
-bool hasNoHole(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  off_t size = ::lseek(fd, 0, SEEK_END);
-  off_t hole = ::lseek(fd, 0, SEEK_HOLE);
-  ::close(fd);
-  return hole == size;
+// True when the file's blocks cover its whole size (no hole).
+bool fullyAllocated(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return static_cast<uint64_t>(st.st_blocks) * 512 >= static_cast<uint64_t>(st.st_size);
 }
 
-TEST(DataFile, ZeroFillAheadKeepsEveryWrittenPageAndLeavesNoHoles) {
+TEST(DataFile, AllocateAheadKeepsEveryWrittenPageAndLeavesNoHoles) {
   vmsunit::ScratchDir dir;
   DataFile f;
   UNIT_ASSERT_OK(f.open(dir.file("data"), true));
-  if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: zero-fill ahead stays off";
-  f.setZeroFillAhead(uint64_t{1} << 30);
+  if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: allocating ahead stays off";
+  f.setAllocateAhead(uint64_t{1} << 30);
   // Four threads write pages in an order of their own (single pages and batches, each
   // often past the end), so fills and writes of other threads interleave.
   constexpr uint64_t kPages = 1200;
@@ -339,42 +337,42 @@ TEST(DataFile, ZeroFillAheadKeepsEveryWrittenPageAndLeavesNoHoles) {
     UNIT_ASSERT_OK(f.readPage(pid, buf.data()));
     EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid;
   }
-  // Filled ahead in whole MiB beyond the last page, with no hole below the end.
+  // Allocated ahead in whole MiB beyond the last page, with no hole below the end.
   EXPECT_GE(f.sizeBytes(), kPages * kPage);
   EXPECT_EQ(f.sizeBytes() % (1u << 20), 0u);
-  EXPECT_TRUE(hasNoHole(dir.file("data")));
+  EXPECT_TRUE(fullyAllocated(dir.file("data")));
   // A page past every write reads as zeros.
   std::memset(buf.data(), 0xAB, kPage);
   UNIT_ASSERT_OK(f.readPage(kPages + 3, buf.data()));
   EXPECT_TRUE(isZero(buf.data()));
 }
 
-TEST(DataFile, ZeroFillAheadStopsAtItsLimitAndIsOffByDefault) {
+TEST(DataFile, AllocateAheadStopsAtItsLimitAndIsOffByDefault) {
   vmsunit::ScratchDir dir;
   DataFile f;
   UNIT_ASSERT_OK(f.open(dir.file("data"), true));
-  if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: zero-fill ahead stays off";
+  if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: allocating ahead stays off";
   vmsunit::AlignedPages buf(1);
   for (uint64_t pid : {1, 0}) {
     fillPattern(buf.data(), pid);
     UNIT_ASSERT_OK(f.writePage(pid, buf.data()));
   }
   EXPECT_EQ(f.sizeBytes(), 2 * kPage) << "off by default";
-  f.setZeroFillAhead(40 * kPage);
+  f.setAllocateAhead(40 * kPage);
   UNIT_ASSERT_OK(f.writePage(5, buf.data()));
-  EXPECT_EQ(f.sizeBytes(), 40 * kPage) << "filled up to the limit, not a whole MiB";
-  // Past the limit a write fills only up to itself.
+  EXPECT_EQ(f.sizeBytes(), 40 * kPage) << "allocated up to the limit, not a whole MiB";
+  // Past the limit a write allocates only up to itself.
   fillPattern(buf.data(), 45);
   UNIT_ASSERT_OK(f.writePage(45, buf.data()));
   EXPECT_EQ(f.sizeBytes(), 46 * kPage);
-  EXPECT_TRUE(hasNoHole(dir.file("data")));
+  EXPECT_TRUE(fullyAllocated(dir.file("data")));
   UNIT_ASSERT_OK(f.readPage(45, buf.data()));
   EXPECT_TRUE(hasPattern(buf.data(), 45));
   UNIT_ASSERT_OK(f.readPage(1, buf.data()));
   EXPECT_TRUE(hasPattern(buf.data(), 1));
 }
 
-TEST(DataFile, ZeroFillAheadThatFindsTheDeviceFullGivesItsSpaceBack) {
+TEST(DataFile, AllocateAheadThatFindsTheDeviceFullGivesItsSpaceBack) {
   vmsunit::ScratchDir dir;
   vmstore::internal::FaultIo faults;
   vmstore::internal::Io* prev = vmstore::internal::setIo(&faults);
@@ -383,19 +381,19 @@ TEST(DataFile, ZeroFillAheadThatFindsTheDeviceFullGivesItsSpaceBack) {
     UNIT_ASSERT_OK(f.open(dir.file("data"), true));
     if (!f.directIo()) {
       vmstore::internal::setIo(prev);
-      GTEST_SKIP() << "no O_DIRECT here: zero-fill ahead stays off";
+      GTEST_SKIP() << "no O_DIRECT here: allocating ahead stays off";
     }
-    f.setZeroFillAhead(uint64_t{1} << 30);
+    f.setAllocateAhead(uint64_t{1} << 30);
     vmsunit::AlignedPages buf(1);
     fillPattern(buf.data(), 0);
     UNIT_ASSERT_OK(f.writePage(0, buf.data()));
     ASSERT_EQ(f.sizeBytes(), 1u << 20);
-    // 512 KiB left: the next fill (to 2 MiB) does not fit, the page itself does.
+    // 512 KiB left: the next allocation (to 2 MiB) does not fit, the page itself does.
     faults.spaceLimit((1u << 19));
     fillPattern(buf.data(), 256);
     UNIT_ASSERT_OK(f.writePage(256, buf.data()));
-    EXPECT_EQ(f.sizeBytes(), (1u << 20) + kPage) << "no zeros kept past the page";
-    // Filling is off from now on; writes go on as plain writes while space lasts.
+    EXPECT_EQ(f.sizeBytes(), (1u << 20) + kPage) << "no space kept past the page";
+    // Allocating ahead is off from now on; writes go on as plain writes while space lasts.
     fillPattern(buf.data(), 300);
     UNIT_ASSERT_OK(f.writePage(300, buf.data()));
     EXPECT_EQ(f.sizeBytes(), 301 * kPage);
