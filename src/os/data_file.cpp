@@ -207,15 +207,15 @@ void DataFile::allocateTo(uint64_t end) const {
   if (end <= from || aheadFailed_.load(std::memory_order_relaxed)) return;
   const uint64_t ahead = std::clamp<uint64_t>(from / 32, kAheadStep, 64 * kAheadStep);
   const uint64_t target = std::max(end, std::min(aheadLimit_, (end + ahead) / kAheadStep * kAheadStep));
-  // Writes that reach past allocated_ wait here, and the others end below the file's
-  // size: nothing is written past sizeBefore while this runs.
-  const uint64_t sizeBefore = sizeBytes();
+  // Writes that reach past `from` wait here, and the others end before it: nothing is
+  // written past max(from, the file's size now) while this runs.
+  const uint64_t keep = std::max(from, sizeBytes());
   if (io().fallocate(fd_, path_, target) != 0) {
     // A full device (or a file system without fallocate): what the call took goes back,
     // so that allocating ahead never takes space a page write could have had, and the
     // write that needed it goes on as without. Never again: pages may now be written
     // past allocated_.
-    if (sizeBytes() > sizeBefore) (void)io().ftruncate(fd_, path_, sizeBefore);
+    if (sizeBytes() > keep) (void)io().ftruncate(fd_, path_, keep);
     aheadFailed_.store(true, std::memory_order_release);
     return;
   }

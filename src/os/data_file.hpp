@@ -96,8 +96,10 @@ class DataFile {
   bool batchedWrites() const { return ring_ != nullptr; }
   // Allocate ahead (see the contract), up to at most limitBytes; 0 turns it off. Only a
   // file opened with O_DIRECT allocates ahead (through the page cache it gains nothing).
-  // Bytes from usedBytes on hold nothing the caller needs (pages never written, or left
-  // over): the first allocation covers them too. Call with no write running.
+  // The file counts as allocated up to the smaller of usedBytes and its size: the first
+  // write past that allocates (fallocate never changes what a file holds, so what lies
+  // past usedBytes, pages never written or left over, is only allocated where it has
+  // holes). Call with no write running.
   void setAllocateAhead(uint64_t limitBytes, uint64_t usedBytes = UINT64_MAX);
   Status sync() const;  // fdatasync
   Status truncate(uint64_t pages) const;

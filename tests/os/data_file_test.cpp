@@ -295,7 +295,7 @@ TEST(DataFile, AllocateAheadKeepsEveryWrittenPageAndLeavesNoHoles) {
   if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: allocating ahead stays off";
   f.setAllocateAhead(uint64_t{1} << 30);
   // Four threads write pages in an order of their own (single pages and batches, each
-  // often past the end), so fills and writes of other threads interleave.
+  // often past the end), so allocations and writes of other threads interleave.
   constexpr uint64_t kPages = 1200;
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;
@@ -375,14 +375,14 @@ TEST(DataFile, AllocateAheadStopsAtItsLimitAndIsOffByDefault) {
 TEST(DataFile, AllocateAheadThatFindsTheDeviceFullGivesItsSpaceBack) {
   vmsunit::ScratchDir dir;
   vmstore::internal::FaultIo faults;
-  vmstore::internal::Io* prev = vmstore::internal::setIo(&faults);
+  struct Installed {  // faults is io() until the test ends, however it ends
+    vmstore::internal::Io* prev;
+    ~Installed() { vmstore::internal::setIo(prev); }
+  } installed{vmstore::internal::setIo(&faults)};
   {
     DataFile f;
     UNIT_ASSERT_OK(f.open(dir.file("data"), true));
-    if (!f.directIo()) {
-      vmstore::internal::setIo(prev);
-      GTEST_SKIP() << "no O_DIRECT here: allocating ahead stays off";
-    }
+    if (!f.directIo()) GTEST_SKIP() << "no O_DIRECT here: allocating ahead stays off";
     f.setAllocateAhead(uint64_t{1} << 30);
     vmsunit::AlignedPages buf(1);
     fillPattern(buf.data(), 0);
@@ -407,7 +407,6 @@ TEST(DataFile, AllocateAheadThatFindsTheDeviceFullGivesItsSpaceBack) {
       EXPECT_TRUE(hasPattern(buf.data(), pid)) << "page " << pid;
     }
   }
-  vmstore::internal::setIo(prev);
 }
 
 TEST(DataFile, DirectoryLockSameProcess) {
