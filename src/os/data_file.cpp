@@ -213,8 +213,8 @@ void DataFile::allocateTo(uint64_t end) const {
   if (io().fallocate(fd_, path_, target) != 0) {
     // A full device (or a file system without fallocate): what the call took goes back,
     // so that allocating ahead never takes space a page write could have had, and the
-    // write that needed it goes on as without. Never again: pages may now be written
-    // past allocated_.
+    // write that needed it goes on as without. Not tried again in this open: each try
+    // would fail the same way, on the write path.
     if (sizeBytes() > keep) (void)io().ftruncate(fd_, path_, keep);
     aheadFailed_.store(true, std::memory_order_release);
     return;
