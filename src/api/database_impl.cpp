@@ -659,6 +659,12 @@ Status DatabaseImpl::close() {
   }
   Status cp = checkpoint();
   if (st.ok()) st = cp;
+  if (st.ok()) {
+    // The space allocated ahead of the pages in use (DataFile::setAllocateAhead) belongs
+    // to no checkpoint: a closed database's data file ends at its last page.
+    const uint64_t used = bm_->pageCount();
+    if (file_.sizeBytes() > used * kPageSize) st = file_.truncate(used);
+  }
   // After a failed checkpoint the log still holds the writes: flush it for the next open.
   Status lg = log_.close();
   if (st.ok()) st = lg;
