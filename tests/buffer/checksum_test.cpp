@@ -81,15 +81,16 @@ TEST(Checksum, MatchesReferenceAtAnyLengthAndAlignment) {
   }
 }
 
-// Lengths around a few hundred bytes, a page and the three-lane rounds of 12 KiB (and
-// their multiples), and a buffer of over a MiB (as a value page's checksum covers),
-// whole and continued at odd splits.
+// Lengths around a few hundred bytes, a page and the three-lane rounds of 4,080 bytes
+// and 12 KiB (and their multiples), and a buffer of over a MiB (as a value page's
+// checksum covers), whole and continued at odd splits.
 TEST(Checksum, LongRangesAndTheirSplitsMatchTheReference) {
   using vmstore::internal::crc32cExtend;
   std::mt19937_64 rng(4);
   std::vector<uint8_t> buf((size_t{1} << 20) + 13);
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
-  for (size_t len : {size_t{254}, size_t{255}, size_t{256}, size_t{257}, size_t{511}, size_t{4096}, size_t{4103},
+  for (size_t len : {size_t{254}, size_t{255}, size_t{256}, size_t{257}, size_t{511}, size_t{4079}, size_t{4080}, size_t{4088}, size_t{4096}, size_t{4103},
+                     size_t{8160}, size_t{8167}, size_t{12240},
                      size_t{12287}, size_t{12288}, size_t{12289}, size_t{24576 + 5}, size_t{3 * 12288 + 4095}}) {
     for (size_t off : {size_t{0}, size_t{1}, size_t{3}, size_t{8}}) {
       ASSERT_EQ(crc32c(buf.data() + off, len), referenceCrc32c(buf.data() + off, len))
@@ -98,7 +99,7 @@ TEST(Checksum, LongRangesAndTheirSplitsMatchTheReference) {
   }
   const uint32_t whole = referenceCrc32c(buf.data(), buf.size());
   EXPECT_EQ(crc32c(buf.data(), buf.size()), whole);
-  for (size_t split : {size_t{1}, size_t{255}, size_t{256}, size_t{4097}, size_t{12288}, size_t{12289 + 7},
+  for (size_t split : {size_t{1}, size_t{255}, size_t{256}, size_t{4080}, size_t{4097}, size_t{12288}, size_t{12289 + 7},
                        buf.size() - 12290, buf.size() - 300, buf.size() - 1}) {
     EXPECT_EQ(crc32cExtend(crc32c(buf.data(), split), buf.data() + split, buf.size() - split), whole)
         << "split " << split;
