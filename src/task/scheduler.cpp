@@ -197,8 +197,43 @@ struct Scheduler::Impl {
 #endif
   }
 
+  // Tasks in waitChange: resumed once their word no longer holds old.
+  struct Parked {
+    Task* task;
+    const std::atomic<uint32_t>* word;
+    uint32_t old;
+  };
+
+  // Makes the parked tasks whose word changed ready again.
+  void wakeParked() {
+    size_t kept = 0;
+    for (const Parked& p : parked) {
+      if (p.word->load(std::memory_order_acquire) != p.old) {
+        ready.push_back(p.task);
+      } else {
+        parked[kept++] = p;
+      }
+    }
+    parked.resize(kept);
+  }
+
+  // Nothing is ready or in flight, and tasks are parked: sleeps until the word they all
+  // wait on changes, or (several words) lets other threads run once.
+  void sleepOnParked() {
+    const std::atomic<uint32_t>* word = parked.front().word;
+    const uint32_t old = parked.front().old;
+    for (const Parked& p : parked) {
+      if (p.word != word || p.old != old) {
+        sched_yield();
+        return;
+      }
+    }
+    word->wait(old, std::memory_order_acquire);
+  }
+
   ctx::pooled_fixedsize_stack stacks;
   std::deque<Task*> ready;
+  std::vector<Parked> parked;
   std::vector<std::unique_ptr<Task>> spare;
   Task* running = nullptr;
   ctx::fiber back;  // the scheduler loop, while a task runs
@@ -270,6 +305,7 @@ void Scheduler::run() {
   while (impl->live > 0) {
     // One round: every task ready now runs once; then one submission for all the reads
     // they queued, and the completions so far.
+    if (!impl->parked.empty()) impl->wakeParked();
     size_t round = impl->ready.size();
     impl->onlyWaiting = true;
     for (size_t i = 0; i < round && !impl->ready.empty(); i++) {
@@ -278,8 +314,12 @@ void Scheduler::run() {
       impl->resume(t);
     }
     bool idle = impl->ready.empty() || (round > 0 && impl->onlyWaiting);
-    if (idle && impl->inFlight == 0 && impl->unsubmitted == 0 && !impl->ready.empty()) {
-      sched_yield();  // tasks wait for another thread: let it run
+    if (idle && impl->inFlight == 0 && impl->unsubmitted == 0) {
+      if (!impl->ready.empty()) {
+        sched_yield();  // tasks wait for another thread: let it run
+      } else if (!impl->parked.empty()) {
+        impl->sleepOnParked();  // every task waits for a word another thread changes
+      }
     }
     impl->submitAndReap(idle);
   }
@@ -296,6 +336,13 @@ void Scheduler::yield() {
 }
 
 void Scheduler::waiting() { impl_->wait(); }
+
+void Scheduler::waitChange(const std::atomic<uint32_t>& word, uint32_t old) {
+  if (word.load(std::memory_order_acquire) != old) return;
+  impl_->parked.push_back({impl_->running, &word, old});
+  impl_->waited = true;
+  impl_->suspend();
+}
 
 template <class Prep>
 bool Scheduler::Impl::queue(Prep&& prep) {

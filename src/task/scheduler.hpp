@@ -21,6 +21,12 @@
 //   is the same for a task that waits for something another task or thread must do
 //   (a page lock): when only waiting tasks are ready, the thread blocks for a read
 //   completion instead of spinning (or, with none in flight, yields the CPU).
+// - waitChange(word, old) (inside a task) suspends the task until word no longer holds
+//   old, for a word another task or thread changes and then wakes its waiters
+//   (std::atomic::notify_all). The task is not resumed to look: the loop loads the word
+//   between rounds. When every task of the thread waits so and no request is in flight,
+//   the thread sleeps on the word (std::atomic::wait) if they all wait on one word,
+//   else it yields the CPU between looks. A spurious return is allowed: callers loop.
 // - Each task switch swaps the thread's C++ exception-handling state, so a task may
 //   suspend inside a catch handler.
 // - Stacks are stackBytes each (default kStackBytes), taken from a pool the scheduler
@@ -32,6 +38,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -63,6 +70,7 @@ class Scheduler {
   static Scheduler* current();
   void yield();
   void waiting();
+  void waitChange(const std::atomic<uint32_t>& word, uint32_t old);
   ssize_t pread(int fd, void* buf, size_t n, uint64_t off);
   // Inside a task: fdatasync(fd) through the ring, suspending the task; 0 or -errno.
   int fdatasync(int fd);

@@ -392,7 +392,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
       // A flush is running. Inside a task, the thread's other tasks run meanwhile (the
       // flusher may be one of them).
       if (task::Scheduler* s = task::Scheduler::current()) {
-        while (flushEvents_.load(std::memory_order_acquire) == events) s->waiting();
+        s->waitChange(flushEvents_, events);
       } else {
         flushEvents_.wait(events, std::memory_order_acquire);
       }

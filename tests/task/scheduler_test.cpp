@@ -4,7 +4,8 @@
 // catch handler keeps its own exception state; runEach covers every index, nested too,
 // and inside a task runs its work interleaved with the caller's;
 // a cooperative lock held by a suspended task lets the others wait without blocking the
-// thread; and the buffer manager's misses read pages through the ring.
+// thread; tasks waiting for a word another thread changes sleep instead of spinning; and
+// the buffer manager's misses read pages through the ring.
 #include "task/scheduler.hpp"
 
 #include <fcntl.h>
@@ -12,10 +13,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "task/cooperative.hpp"
@@ -226,6 +230,77 @@ TEST(Scheduler, ACooperativeLockHeldAcrossASuspensionDoesNotBlockTheThread) {
   }
   s.run();  // a plain lock() here would deadlock the thread
   EXPECT_EQ(maxInside, 1);
+}
+
+// waitChange: a task waiting for a word another thread changes is not resumed to look,
+// and a thread whose tasks all wait so sleeps instead of spinning through them; the
+// tasks go on once the word changes and its waiters are woken.
+TEST(Scheduler, TasksWaitingForAWordSleepUntilAnotherThreadChangesIt) {
+  Scheduler s;
+  std::atomic<uint32_t> word{0};
+  std::atomic<int> waiting{0};
+  int woke = 0;
+  for (int t = 0; t < 8; t++) {
+    s.spawn([&] {
+      waiting++;
+      while (word.load() == 0) Scheduler::current()->waitChange(word, 0);
+      woke++;
+    });
+  }
+  std::thread changer([&] {
+    while (waiting.load() < 8) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    word.store(1);
+    word.notify_all();
+  });
+  s.run();
+  changer.join();
+  EXPECT_EQ(woke, 8);
+  // Each task resumed once to start and once when woken (a spin through waiting() would
+  // have resumed them thousands of times in 50 ms).
+  EXPECT_LE(s.stats().switches, 8u * 2 + 8u) << "tasks were resumed to look at the word";
+}
+
+TEST(Scheduler, WaitChangeReturnsAtOnceWhenTheWordAlreadyChanged) {
+  Scheduler s;
+  std::atomic<uint32_t> word{7};
+  bool done = false;
+  s.spawn([&] {
+    Scheduler::current()->waitChange(word, 6);
+    done = true;
+  });
+  s.run();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(s.stats().switches, 1u);
+}
+
+TEST(Scheduler, TasksWaitingForSeveralWordsAllGoOn) {
+  // Tasks on two words, changed one after the other by another thread: the thread
+  // cannot sleep on both, so it looks between yields; every task goes on.
+  Scheduler s;
+  std::atomic<uint32_t> a{0}, b{0};
+  std::atomic<int> waiting{0};
+  int woke = 0;
+  for (int t = 0; t < 6; t++) {
+    std::atomic<uint32_t>* w = t % 2 == 0 ? &a : &b;
+    s.spawn([&, w] {
+      waiting++;
+      while (w->load() == 0) Scheduler::current()->waitChange(*w, 0);
+      woke++;
+    });
+  }
+  std::thread changer([&] {
+    while (waiting.load() < 6) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    a.store(1);
+    a.notify_all();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    b.store(1);
+    b.notify_all();
+  });
+  s.run();
+  changer.join();
+  EXPECT_EQ(woke, 6);
 }
 
 TEST(Scheduler, BufferManagerMissesReadThroughTheRing) {
