@@ -203,8 +203,11 @@ void fullDeviceKeepsReadsAndStoredData(const std::string& durability) {
     if (newAcknowledged && !tree->put(key(0), val(1, 0)).ok()) return false;
     return holdsVersion(tree, 1, n);
   };
+  // The close's checkpoint fails for want of space, unless what it writes fits in space
+  // the journal and data file had allocated ahead before the device filled (how much
+  // depends on when the filler found it full); either way nothing stored is lost (below).
   Status closed = db->close();
-  EXPECT_FALSE(closed.ok()) << "close cannot checkpoint on a full device";
+  EXPECT_TRUE(closed.ok() || closed.code() == Status::Code::kNoSpace) << closed.toString();
   db.reset();
   // Reopen, still full.
   std::unique_ptr<vmstore::Database> full;
