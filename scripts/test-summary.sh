@@ -5,8 +5,31 @@
 #
 # STATUS is "ok" or "FAILED"; LOG (may be empty) is the output of that stage's ctest or
 # pytest run, from which the counts are read. A stage without a log (the install check,
-# or a suite whose build failed) counts as one test.
+# or a suite whose build failed) counts as one test. The failed tests are named under the
+# summary, each with the first lines of its first failure, so that the tail of a CI log
+# says what failed.
 set -uo pipefail
+
+# failures LOG: one line per failed test of a ctest or pytest log, with the first failure
+# message of a ctest test (the gtest "Failure" line and the three after it).
+failures() {
+  local log=$1
+  if grep -q '^The following tests FAILED:' "${log}"; then
+    sed -nE '/^The following tests FAILED:/,/^[^[:space:]]/s/^[[:space:]]+[0-9]+ - ([^ ]+).*/\1/p' \
+      "${log}" | head -n 8 | while read -r test; do
+      echo "    failed: ${test}"
+      # The test's own output follows its "Test #N: NAME ...***" result line.
+      awk -v t="${test}" '
+        index($0, ": " t " ") && /\*\*\*|Failed|Exception|Timeout/ { inside = 1; next }
+        inside && /^ *Start +[0-9]+:|^ *[0-9]+\/[0-9]+ Test +#/ { exit }
+        inside && /: Failure$|terminate called|Sanitizer|Assertion/ { shown = 4 }
+        inside && shown > 0 { print "      " substr($0, 1, 150); shown--; if (++lines >= 6) exit }
+      ' "${log}"
+    done
+  else
+    grep -E '^(FAILED|ERROR) ' "${log}" | head -n 8 | cut -c1-150 | sed 's/^/    /'
+  fi
+}
 
 seconds=$1
 shift
@@ -51,6 +74,9 @@ for stage in "$@"; do
   total_fail=$(( total_fail + fail ))
   total_skip=$(( total_skip + skip ))
   lines+=("$(printf '  %-14s %-7s %s' "${name}" "${status}" "${detail}")")
+  if [[ "${status}" != ok && -n "${log}" && -f "${log}" ]]; then
+    while IFS= read -r line; do lines+=("${line}"); done < <(failures "${log}")
+  fi
 done
 
 echo
