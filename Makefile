@@ -14,7 +14,8 @@
 #   make clean      remove build/
 #
 # Variables: SUITE_ARGS (extra `bench suite` options for make run, e.g.
-# SUITE_ARGS='--seconds=4'), PREFIX, CTEST_JOBS (default 2), CTEST_ARGS (extra ctest arguments, e.g.
+# SUITE_ARGS='--seconds=4'), PREFIX, CTEST_JOBS (default 2), CTEST_RETRIES (runs allowed a
+# failing test, default 2; 1: no second run), CTEST_ARGS (extra ctest arguments, e.g.
 # CTEST_ARGS='-R BTree'), VMSTORE_SKIP_DEPS=1 (skip the apt-get step), PYTHON (the
 # interpreter that makes the binding's venv, default python3), PYTEST_ARGS (extra pytest
 # arguments, e.g. PYTEST_ARGS='-k dbm').
@@ -26,6 +27,7 @@ SHELL := /bin/bash
 BUILD_ROOT  := build
 PREFIX      ?= /usr/local
 CTEST_JOBS  ?= 2
+CTEST_RETRIES ?= 2
 CTEST_ARGS  ?=
 SUITE_ARGS  ?=
 TOP         := $(CURDIR)
@@ -64,11 +66,13 @@ define configure_and_build
 endef
 
 # $(call run_ctest,DIR,ENV[,LOG]): run the CTest suite of DIR (fresh scratch directory),
-# keep its output in DIR/LOG (default ctest.log) for the summary.
+# keep its output in DIR/LOG (default ctest.log) for the summary. A failed test runs once
+# more (CTEST_RETRIES): a failure that does not repeat is still printed here with its
+# output and named in the summary ("passed on a second run"), so it is seen, not hidden.
 define run_ctest
 	@echo "== test $(1) $(2)"
 	@rm -rf $(1)/test-tmp && mkdir -p $(1)/test-tmp
-	@cd $(1) && env $(2) ctest --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS) 2>&1 | tee $(or $(3),ctest.log)
+	@cd $(1) && env $(2) ctest --output-on-failure -j$(CTEST_JOBS) --repeat until-pass:$(CTEST_RETRIES) $(CTEST_ARGS) 2>&1 | tee $(or $(3),ctest.log)
 endef
 
 .PHONY: all deps build build-release build-asan build-tsan test test-release test-tasks test-asan \

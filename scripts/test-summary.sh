@@ -6,29 +6,53 @@
 # STATUS is "ok" or "FAILED"; LOG (may be empty) is the output of that stage's ctest or
 # pytest run, from which the counts are read. A stage without a log (the install check,
 # or a suite whose build failed) counts as one test. The failed tests are named under the
-# summary, each with the first lines of its first failure, so that the tail of a CI log
-# says what failed.
+# summary, and so are the tests that failed once and passed when run again, each with the
+# first lines of its first failure, so that the tail of a CI log says what failed.
 set -uo pipefail
 
-# failures LOG: one line per failed test of a ctest or pytest log, with the first failure
-# message of a ctest test (the gtest "Failure" line and the three after it).
+# firstFailure LOG TEST: the first lines of TEST's first failed run in a ctest log (the
+# gtest "Failure" line and the three after it), from the output that follows its
+# "Test #N: NAME ...***Failed" result line.
+firstFailure() {
+  awk -v t="$2" '
+    index($0, ": " t " ") && /\*\*\*/ { inside = 1; next }
+    inside && /^ *Start +[0-9]+:|Test +#[0-9]+:/ { exit }
+    inside && /: Failure$|terminate called|Sanitizer|Assertion/ { shown = 4 }
+    inside && shown > 0 { print "      " substr($0, 1, 150); shown--; if (++lines >= 6) exit }
+  ' "$1"
+}
+
+# failedTests LOG: the tests a ctest log lists as failed at its end.
+failedTests() {
+  sed -nE '/^The following tests FAILED:/,/^[^[:space:]]/s/^[[:space:]]+[0-9]+ - ([^ ]+).*/\1/p' "$1"
+}
+
+# failures LOG: one line per failed test of a ctest or pytest log, with its first failure
+# (ctest).
 failures() {
   local log=$1
   if grep -q '^The following tests FAILED:' "${log}"; then
-    sed -nE '/^The following tests FAILED:/,/^[^[:space:]]/s/^[[:space:]]+[0-9]+ - ([^ ]+).*/\1/p' \
-      "${log}" | head -n 8 | while read -r test; do
+    failedTests "${log}" | head -n 8 | while read -r test; do
       echo "    failed: ${test}"
-      # The test's own output follows its "Test #N: NAME ...***" result line.
-      awk -v t="${test}" '
-        index($0, ": " t " ") && /\*\*\*|Failed|Exception|Timeout/ { inside = 1; next }
-        inside && /^ *Start +[0-9]+:|^ *[0-9]+\/[0-9]+ Test +#/ { exit }
-        inside && /: Failure$|terminate called|Sanitizer|Assertion/ { shown = 4 }
-        inside && shown > 0 { print "      " substr($0, 1, 150); shown--; if (++lines >= 6) exit }
-      ' "${log}"
+      firstFailure "${log}" "${test}"
     done
-  else
+  elif ! grep -q 'tests passed, .* tests failed out of' "${log}"; then
     grep -E '^(FAILED|ERROR) ' "${log}" | head -n 8 | cut -c1-150 | sed 's/^/    /'
   fi
+}
+
+# retried LOG: the tests of a ctest log that failed and then passed when run again
+# (make's CTEST_RETRIES), each with its first failure: a failure that did not repeat.
+retried() {
+  local log=$1
+  local failed
+  failed=$(failedTests "${log}")
+  sed -nE 's/.*Test +#[0-9]+: ([^ ]+) \.+ *\*\*\*(Failed|Exception|Timeout).*/\1/p' "${log}" | sort -u | head -n 8 |
+    while read -r test; do
+      if [[ -n "${failed}" ]] && grep -qxF -- "${test}" <<<"${failed}"; then continue; fi
+      echo "    passed on a second run: ${test}"
+      firstFailure "${log}" "${test}"
+    done
 }
 
 seconds=$1
@@ -74,8 +98,11 @@ for stage in "$@"; do
   total_fail=$(( total_fail + fail ))
   total_skip=$(( total_skip + skip ))
   lines+=("$(printf '  %-14s %-7s %s' "${name}" "${status}" "${detail}")")
-  if [[ "${status}" != ok && -n "${log}" && -f "${log}" ]]; then
-    while IFS= read -r line; do lines+=("${line}"); done < <(failures "${log}")
+  if [[ -n "${log}" && -f "${log}" ]]; then
+    if [[ "${status}" != ok ]]; then
+      while IFS= read -r line; do lines+=("${line}"); done < <(failures "${log}")
+    fi
+    while IFS= read -r line; do lines+=("${line}"); done < <(retried "${log}")
   fi
 done
 
