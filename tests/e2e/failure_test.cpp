@@ -12,6 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include "buffer/page.hpp"
@@ -30,12 +32,14 @@ using Op = FaultIo::Op;
 std::string key(int i) { return numKey("k", static_cast<uint64_t>(i), 8); }
 std::string val(int version, int i) { return "v" + std::to_string(version) + "-" + std::to_string(i); }
 
-// The tree's content equals exactly `version` of keys [0, n).
-bool holdsVersion(vmstore::Tree* t, int version, int n) {
+// The tree's content equals exactly `version` of keys [0, n), except that key 0 holds
+// `first` if given.
+bool holdsVersion(vmstore::Tree* t, int version, int n, std::optional<std::string_view> first = std::nullopt) {
   KV got = scanForward(t);
   if (got.size() != static_cast<size_t>(n)) return false;
   for (int i = 0; i < n; i++) {
-    if (got[static_cast<size_t>(i)].first != key(i) || got[static_cast<size_t>(i)].second != val(version, i)) return false;
+    const std::string want = i == 0 && first ? std::string(*first) : val(version, i);
+    if (got[static_cast<size_t>(i)].first != key(i) || got[static_cast<size_t>(i)].second != want) return false;
   }
   return true;
 }
@@ -198,13 +202,7 @@ void fullDeviceKeepsReadsAndStoredData(const std::string& durability) {
   bool newAcknowledged = w.ok() && durability != "none";  // also with none if the close checkpoints
   // The precious tree as stored: version 1, key 0 as the write above left it.
   auto asStored = [&](vmstore::Tree* tree) {
-    KV got = scanForward(tree);
-    if (got.size() != static_cast<size_t>(n)) return false;
-    for (int i = 0; i < n; i++) {
-      const std::string want = i == 0 && newAcknowledged ? std::string("new") : val(1, i);
-      if (got[static_cast<size_t>(i)].first != key(i) || got[static_cast<size_t>(i)].second != want) return false;
-    }
-    return true;
+    return holdsVersion(tree, 1, n, newAcknowledged ? std::optional<std::string_view>("new") : std::nullopt);
   };
   // As stored, and writable: key 0 goes back to version 1.
   auto preciousIntact = [&](vmstore::Tree* tree) {
