@@ -592,25 +592,6 @@ int FaultIo::mapShared(int fd, const std::string& path, void* addr, size_t len, 
   return 0;
 }
 
-void FaultIo::dropMapped(void* addr, size_t len) {
-  std::unique_lock lk(mutex_);
-  if (!tracking_) {
-    lk.unlock();
-    Io::dropMapped(addr, len);
-    return;
-  }
-  // The kernel keeps the stores of dropped pages in the page cache: here they become
-  // unsynced writes of the file, and the memory (now equal to the file) stays.
-  uint8_t* a = static_cast<uint8_t*>(addr);
-  uint8_t* e = a + len;
-  for (Mapping& m : mappings_) {
-    if (!(m.addr < e && a < m.addr + m.len)) continue;
-    size_t from = a > m.addr ? static_cast<size_t>(a - m.addr) : 0;
-    size_t to = std::min(m.len, static_cast<size_t>(e - m.addr));
-    spillLocked(m, from, to);
-  }
-}
-
 int FaultIo::syncDir(const std::string& dir) {
   std::unique_lock lk(mutex_);
   if (refusedLocked(Op::kSyncDir, dir)) return -1;

@@ -29,9 +29,7 @@
 //     past the end of the file are not written (a real mapping faults there). pwrite,
 //     pread, ftruncate and fallocate see and update the mapped memory of their range,
 //     as with a shared mapping; two live mappings of one file range do not see each
-//     other's stores. dropMapped of a range writes its changed sectors to the file as
-//     unsynced writes (the page cache keeps a real mapping's stores) and leaves the
-//     memory, equal to the file now, mapped. mapShared refuses what mmap would: len 0 or an unaligned addr or
+//     other's stores. mapShared refuses what mmap would: len 0 or an unaligned addr or
 //     off (EINVAL), a descriptor not open O_RDWR (EACCES).
 //   - A tracked call that cannot save the before-image (FaultIo keeps its own O_RDWR
 //     descriptor per file, opened through /proc/self/fd) fails with that errno.
@@ -120,7 +118,6 @@ class FaultIo : public Io {
   int rename(const std::string& from, const std::string& to) override;
   int unlink(const std::string& path) override;
   int mapShared(int fd, const std::string& path, void* addr, size_t len, uint64_t off) override;
-  void dropMapped(void* addr, size_t len) override;
   int syncDir(const std::string& dir) override;
   bool usesKernelOnly() const override { return false; }
 

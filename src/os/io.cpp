@@ -44,11 +44,6 @@ int Io::mapShared(int fd, const std::string&, void* addr, size_t len, uint64_t o
   void* p = ::mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(off));
   return p == MAP_FAILED ? -1 : 0;
 }
-void Io::dropMapped(void* addr, size_t len) {
-  // MADV_DONTNEED of a shared file mapping marks the dirty pages dirty in the page cache
-  // and drops them from the page table in one range flush.
-  (void)::madvise(addr, len, MADV_DONTNEED);
-}
 int Io::rename(const std::string& from, const std::string& to) { return ::rename(from.c_str(), to.c_str()); }
 int Io::unlink(const std::string& path) { return ::unlink(path.c_str()); }
 int Io::syncDir(const std::string& dir) {

@@ -14,9 +14,6 @@
 // - ioStatus(what, err) is the one translation of a failed call's errno into a Status:
 //   a full device or quota (ENOSPC, EDQUOT, EFBIG) is NoSpace, everything else IOError;
 //   the message is what + ": " + strerror(err).
-// - dropMapped() unmaps pages that will not be stored into for a while, so that the
-//   sync that writes them back need not write-protect them one by one (on Linux each
-//   is a TLB shootdown to every other core running the process).
 // - mapShared() maps part of a file writable and shared (MAP_SHARED | MAP_FIXED) at an
 //   address inside a reservation the caller owns: stores into it reach the file's page
 //   cache at once (they survive a crash of the process) and stable storage at the next
@@ -51,10 +48,6 @@ class Io {
   // Maps [off, off + len) of the file at addr (page aligned, inside the caller's
   // reservation). 0, or -1 with errno set.
   virtual int mapShared(int fd, const std::string& path, void* addr, size_t len, uint64_t off);
-  // Takes [addr, addr + len) (page aligned, inside a mapShared mapping) out of the
-  // address space: what was stored there stays in the file's page cache (written back
-  // by the next fdatasync), a later touch maps the file's page again. Never fails.
-  virtual void dropMapped(void* addr, size_t len);
   // fsync of a directory (after creating, renaming or removing a file in it).
   virtual int syncDir(const std::string& dir);
   virtual bool usesKernelOnly() const { return true; }

@@ -24,12 +24,32 @@ constexpr uint64_t kPageBytes = 4096;
 constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a multiple of this
 constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;
-constexpr uint64_t kReleaseStep = 1ull << 20;  // buffer memory given back in steps of this
-constexpr size_t kStagedRecord = 64 << 10;       // records up to this are encoded before the lock
+constexpr size_t kStagedRecord = 64 << 10;  // records up to this are encoded in a per-thread buffer
+// The ring: a 16th of log_size, from 64 KiB to 4 MiB (the size of a cache, not of a
+// checkpoint interval), in whole 64 KiB.
+constexpr uint64_t kRingMin = 64ull << 10;
+constexpr uint64_t kRingMax = 4ull << 20;
 // refuseForeign reads a first record of up to this many payload bytes (larger: not checked).
 constexpr uint32_t kMaxCheckedRecord = 64u << 20;
 
 uint64_t roundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+uint64_t ringBytesFor(uint64_t logSize) {
+  return std::clamp(logSize / 16 / kAllocationUnit * kAllocationUnit, kRingMin, kRingMax);
+}
+
+// Copies n bytes between a ring of ringBytes and flat memory, starting at ring position
+// at (wrapping at the ring's end).
+void toRing(uint8_t* ring, uint64_t ringBytes, uint64_t at, const uint8_t* from, size_t n) {
+  size_t first = static_cast<size_t>(std::min<uint64_t>(n, ringBytes - at));
+  std::memcpy(ring + at, from, first);
+  if (first < n) std::memcpy(ring, from + first, n - first);
+}
+void fromRing(const uint8_t* ring, uint64_t ringBytes, uint64_t at, uint8_t* to, size_t n) {
+  size_t first = static_cast<size_t>(std::min<uint64_t>(n, ringBytes - at));
+  std::memcpy(to, ring + at, first);
+  if (first < n) std::memcpy(to + first, ring, n - first);
+}
 
 uint64_t newSalt() {
   std::random_device rd;
@@ -51,6 +71,9 @@ Status OpLog::open(const std::string& dir, const Options& options) {
     seg.fd = io().open(seg.path, O_RDWR | O_CLOEXEC, 0644);
     if (seg.fd < 0 && errno != ENOENT) return ioStatus("cannot open log " + seg.path, errno);
   }
+  ring_.path = dir + "/" + ringFileName();
+  ring_.fd = io().open(ring_.path, O_RDWR | O_CLOEXEC, 0644);
+  if (ring_.fd < 0 && errno != ENOENT) return ioStatus("cannot open log " + ring_.path, errno);
   return Status::OK();  // a missing log is an empty one; the first write creates it
 }
 
@@ -61,21 +84,21 @@ Status OpLog::create(Segment& seg) {
   return Status::OK();
 }
 
-uint64_t OpLog::sizeOf(const Segment& seg) {
+uint64_t OpLog::sizeOf(int fd) {
   struct stat st;
-  if (seg.fd < 0 || fstat(seg.fd, &st) != 0) return 0;
+  if (fd < 0 || fstat(fd, &st) != 0) return 0;
   return static_cast<uint64_t>(st.st_size);
 }
 
-uint64_t OpLog::fileBytes() const { return sizeOf(segs_[0]) + sizeOf(segs_[1]); }
+uint64_t OpLog::fileBytes() const { return sizeOf(segs_[0].fd) + sizeOf(segs_[1].fd) + sizeOf(ring_.fd); }
 
 std::string OpLog::path() const { return segs_[cur_].path; }
 
 Status OpLog::discard() {
-  for (Segment& seg : segs_) {
-    if (seg.fd < 0 || sizeOf(seg) == 0) continue;
-    if (io().ftruncate(seg.fd, seg.path, 0) != 0 || io().fdatasync(seg.fd, seg.path) != 0) {
-      return ioStatus("cannot empty log " + seg.path, errno);
+  for (auto [fd, path] : {std::pair{segs_[0].fd, &segs_[0].path}, {segs_[1].fd, &segs_[1].path}, {ring_.fd, &ring_.path}}) {
+    if (fd < 0 || sizeOf(fd) == 0) continue;
+    if (io().ftruncate(fd, *path, 0) != 0 || io().fdatasync(fd, *path) != 0) {
+      return ioStatus("cannot empty log " + *path, errno);
     }
   }
   return Status::OK();
@@ -93,13 +116,13 @@ Status OpLog::refuseForeign() const {
     // The file's first record, of whatever interval: one that is whole and carries another
     // database's id marks the file as that database's.
     LogRecordHeader h;
-    if (seg.fd < 0 || sizeOf(seg) < sizeof(h)) continue;
+    if (seg.fd < 0 || sizeOf(seg.fd) < sizeof(h)) continue;
     ssize_t r = io().pread(seg.fd, seg.path, &h, sizeof(h), 0);
     if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
     if (static_cast<size_t>(r) != sizeof(h) || h.offset != 0 || static_cast<uint32_t>(h.salt) == databaseTag_) continue;
     const uint64_t whole = sizeof(h) + uint64_t{h.length} + 8;  // with its padding
-    if (h.length > kMaxCheckedRecord || sizeOf(seg) < sizeof(h) + h.length) continue;
-    std::vector<uint8_t> record(static_cast<size_t>(std::min(whole, sizeOf(seg))));
+    if (h.length > kMaxCheckedRecord || sizeOf(seg.fd) < sizeof(h) + h.length) continue;
+    std::vector<uint8_t> record(static_cast<size_t>(std::min(whole, sizeOf(seg.fd))));
     r = io().pread(seg.fd, seg.path, record.data(), record.size(), 0);
     if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
     record.resize(static_cast<size_t>(r));
@@ -114,11 +137,38 @@ Status OpLog::refuseForeign() const {
   return Status::OK();
 }
 
+RecordCheck OpLog::ringRecord(const std::vector<uint8_t>& ring, uint64_t off, uint32_t epoch, uint64_t* salt,
+                              std::vector<uint8_t>* out, size_t* size, std::vector<LogOp>* ops) const {
+  const uint64_t bytes = ring.size();
+  LogRecordHeader h;
+  if (bytes < sizeof(h)) return RecordCheck::kShort;
+  fromRing(ring.data(), bytes, off % bytes, reinterpret_cast<uint8_t*>(&h), sizeof(h));
+  const uint64_t whole = roundUp(sizeof(h) + uint64_t{h.length}, 8);
+  if (h.offset != off || h.epoch != epoch || whole > bytes) return RecordCheck::kMismatch;
+  out->resize(static_cast<size_t>(whole));
+  fromRing(ring.data(), bytes, off % bytes, out->data(), out->size());
+  return decodeRecord(*out, salt, off, epoch, size, ops);
+}
+
 Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info) {
   *info = {};
   const Segment& seg = segs_[epoch % 2];
-  if (seg.fd < 0) return Status::OK();
-  uint64_t size = sizeOf(seg);
+  // The ring, whole: the records the file does not hold yet (whole ring sizes only).
+  std::vector<uint8_t> ring;
+  if (uint64_t ringBytes = sizeOf(ring_.fd); ringBytes >= kRingMin && ringBytes <= kRingMax &&
+                                             ringBytes % kAllocationUnit == 0) {
+    ring.resize(static_cast<size_t>(ringBytes));
+    size_t got = 0;
+    while (got < ring.size()) {
+      ssize_t r = io().pread(ring_.fd, ring_.path, ring.data() + got, ring.size() - got, got);
+      if (r < 0) return ioStatus("cannot read log " + ring_.path, errno);
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    if (got < ring.size()) ring.clear();
+  }
+  std::vector<uint8_t> fromRingRecord;
+  uint64_t size = sizeOf(seg.fd);
   std::vector<uint8_t> window;  // file bytes [windowAt, windowAt + window.size())
   uint64_t windowAt = 0;
   // Makes [off, off + n) available in the window (fewer bytes at the end of the file).
@@ -156,6 +206,12 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
         c = decodeRecord(at, &salt, off, epoch, &recSize, &ops);
       }
     }
+    if (c != RecordCheck::kValid && !ring.empty()) {
+      c = ringRecord(ring, off, epoch, &salt, &fromRingRecord, &recSize, &ops);
+      if (c == RecordCheck::kValid && databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) {
+        return foreign(ring_.path);
+      }
+    }
     if (c != RecordCheck::kValid) break;
     if (databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) return foreign(seg.path);
     s = fn(ops);
@@ -169,33 +225,55 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
 }
 
 Status OpLog::startWriting(uint32_t epoch) {
-  // Each file stops at half of log_size; it starts at 1 MiB and doubles (a small
-  // database does not hold log_size of allocated space).
-  limit_ = roundUp(options_.log_size / 2, kAllocationUnit);
+  // The ring beside the two files, each file stopping at half of what is left of
+  // log_size; a file starts at 1 MiB and doubles (a small database does not hold
+  // log_size of allocated space).
+  ring_.bytes = ringBytesFor(options_.log_size);
+  ringRecord_ = ring_.bytes / 4;
+  limit_ = std::max(kAllocationUnit, (options_.log_size - ring_.bytes) / 2 / kAllocationUnit * kAllocationUnit);
   salt_ = newSalt();
   if (databaseTag_ != 0) salt_ = (salt_ & ~uint64_t{0xffffffff}) | databaseTag_;
-  mapped_ = options_.durability == Durability::kAsync;
+  std::lock_guard g(appendMutex_);
   for (Segment& seg : segs_) {
-    // Mapped: the file is mapped over this reservation as it grows. Buffered: anonymous
-    // memory, written out with pwrite.
-    void* p = mmap(nullptr, limit_, mapped_ ? PROT_NONE : PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
-    seg.base = static_cast<uint8_t*>(p);
     seg.capacity = 0;
     seg.written = 0;
-    seg.released = 0;
     if (seg.fd >= 0) {
-      std::lock_guard g(appendMutex_);
-      Status s = grow(seg, std::min(sizeOf(seg) / kAllocationUnit * kAllocationUnit, limit_));  // what the file holds
+      Status s = grow(seg, std::min(sizeOf(seg.fd) / kAllocationUnit * kAllocationUnit, limit_));  // what the file holds
       if (!s.ok()) return s;
     }
   }
-  std::lock_guard g(appendMutex_);
   epoch_ = epoch;
   cur_ = static_cast<int>(epoch % 2);
-  allocated_.store(segs_[cur_].capacity, std::memory_order_release);
+  // No reservation takes the fast path before the first maps the ring (reserve()).
+  allocated_.store(0, std::memory_order_release);
+  writing_ = true;
   if (options_.durability == Durability::kAsync) flusher_ = std::thread([this] { flusherLoop(); });
+  return Status::OK();
+}
+
+Status OpLog::mapRing() {
+  if (ring_.base != nullptr) return Status::OK();
+  if (ring_.fd < 0) {
+    ring_.fd = io().open(ring_.path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+    if (ring_.fd < 0) return ioStatus("cannot create log " + ring_.path, errno);
+    if (io().syncDir(dir_) != 0) return ioStatus("cannot sync directory " + dir_, errno);
+  }
+  // Exactly this session's size (replay reads a ring by its file's size), allocated on
+  // the device: a store into the mapping never meets a full device (no SIGBUS).
+  if (sizeOf(ring_.fd) != ring_.bytes && io().ftruncate(ring_.fd, ring_.path, 0) != 0) {
+    return ioStatus("cannot resize log " + ring_.path, errno);
+  }
+  if (io().fallocate(ring_.fd, ring_.path, ring_.bytes) != 0) {
+    return ioStatus("cannot allocate log space in " + ring_.path, errno);
+  }
+  void* p = mmap(nullptr, ring_.bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return Status::NoMemory("cannot reserve address space for the log");
+  if (io().mapShared(ring_.fd, ring_.path, p, ring_.bytes, 0) != 0) {
+    int err = errno;
+    munmap(p, ring_.bytes);
+    return ioStatus("cannot map log " + ring_.path, err);
+  }
+  ring_.base = static_cast<uint8_t*>(p);
   return Status::OK();
 }
 
@@ -211,13 +289,8 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
   // Allocated on the device before records are accepted into it: a full device fails the
   // reservation (the write it logs changes nothing), never a write-out of an acknowledged
   // record. What an earlier session allocated stays.
-  // (Mapped, a store into the mapping then never meets a full device: no SIGBUS.)
-  if (cap > sizeOf(seg) && io().fallocate(seg.fd, seg.path, cap) != 0) {
+  if (cap > sizeOf(seg.fd) && io().fallocate(seg.fd, seg.path, cap) != 0) {
     return ioStatus("cannot allocate log space in " + seg.path, errno);
-  }
-  if (mapped_ &&
-      io().mapShared(seg.fd, seg.path, seg.base + seg.capacity, cap - seg.capacity, seg.capacity) != 0) {
-    return ioStatus("cannot map log " + seg.path, errno);
   }
   seg.capacity = cap;
   return Status::OK();
@@ -226,48 +299,54 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
 uint64_t OpLog::cut(uint32_t epoch) {
   std::lock_guard w(writeMutex_);
   // The interval ends: its records go to its file now (a failure fails the log, and the
-  // waiters see it), so that a flush after the cut only syncs that file. No reservation
-  // is open (the caller's contract), so nothing is appended meanwhile.
+  // waiters see it), so that a flush after the cut only syncs that file, and the ring
+  // starts over. No reservation is open (the caller's contract), so nothing is appended
+  // meanwhile.
   Segment& old = segs_[cur_];
   uint64_t end;
+  std::vector<Direct> direct;
   {
     std::lock_guard g(appendMutex_);
     end = end_;
+    direct = direct_;
   }
-  (void)writeOut(old, end);
-  if (!mapped_ && old.released < old.written) {
-    madvise(old.base + old.released, roundUp(old.written, kPageBytes) - old.released, MADV_DONTNEED);
-  }
+  (void)writeOut(old, end, direct);
   std::lock_guard g(appendMutex_);
   epoch_ = epoch;
   cur_ = static_cast<int>(epoch % 2);
   lsnBase_ += end_;
   end_ = 0;
+  direct_.clear();
   Segment& seg = segs_[cur_];
   seg.written = 0;
-  seg.released = 0;
+  writtenOff_.store(0, std::memory_order_release);
   claimed_.store(0, std::memory_order_relaxed);
-  allocated_.store(seg.capacity, std::memory_order_release);
+  allocated_.store(ring_.base != nullptr ? seg.capacity : 0, std::memory_order_release);
   bytes_.store(0, std::memory_order_relaxed);
   return lsnBase_;
 }
 
-Status OpLog::writeOut(Segment& seg, uint64_t upTo) {
+Status OpLog::writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& direct) {
   if (upTo <= seg.written) return Status::OK();
-  if (mapped_) {  // the records are in the file's pages already
-    seg.written = upTo;
-    // Whole pages behind upTo leave the mapping before the sync writes them back: one
-    // range flush here, instead of the sync write-protecting each page (a TLB
-    // shootdown apiece, 7% of the time under TPC-C). Appends go on in upTo's page.
-    uint64_t whole = upTo / kPageBytes * kPageBytes;
-    if (whole > seg.released) {
-      io().dropMapped(seg.base + seg.released, whole - seg.released);
-      seg.released = whole;
-    }
-    return Status::OK();
-  }
   if (failed_.load(std::memory_order_acquire)) return failure();
-  int err = pwriteAll(seg.fd, seg.path, seg.base + seg.written, upTo - seg.written, seg.written);
+  // [from, to) of the file from the ring, in one or two writes (where the ring wraps).
+  auto fromRingTo = [&](uint64_t from, uint64_t to) -> int {
+    while (from < to) {
+      uint64_t at = from % ring_.bytes;
+      uint64_t n = std::min(to - from, ring_.bytes - at);
+      if (int err = pwriteAll(seg.fd, seg.path, ring_.base + at, n, from); err != 0) return err;
+      from += n;
+    }
+    return 0;
+  };
+  uint64_t at = seg.written;
+  int err = 0;
+  for (const Direct& d : direct) {  // in the file already
+    if (d.offset + d.size <= at || d.offset >= upTo) continue;
+    if (err == 0) err = fromRingTo(at, d.offset);
+    at = d.offset + d.size;
+  }
+  if (err == 0) err = fromRingTo(at, upTo);
   if (err != 0) {
     // What reached the file is unknown: like a failed sync, never retried.
     Status st = ioStatus("cannot write log " + seg.path, err);
@@ -275,13 +354,7 @@ Status OpLog::writeOut(Segment& seg, uint64_t upTo) {
     return st;
   }
   seg.written = upTo;
-  // Memory behind what was written goes back to the system in steps of 1 MiB (the page
-  // holding upTo stays: later records are appended into it).
-  uint64_t whole = upTo / kPageBytes * kPageBytes;
-  if (whole >= seg.released + kReleaseStep) {
-    madvise(seg.base + seg.released, whole - seg.released, MADV_DONTNEED);
-    seg.released = whole;
-  }
+  writtenOff_.store(upTo, std::memory_order_release);  // the ring's space behind it is free
   return Status::OK();
 }
 
@@ -291,14 +364,19 @@ Status OpLog::writeOutTo(uint64_t lsn) {
   uint64_t end;
   uint64_t endLsn;
   Segment* seg;
+  std::vector<Direct> direct;
   {
     std::lock_guard g(appendMutex_);
     end = end_;
     endLsn = endLsn_.load(std::memory_order_acquire);
     seg = &segs_[cur_];
+    // Direct records behind what is written out are done with.
+    const uint64_t written = seg->written;
+    std::erase_if(direct_, [&](const Direct& d) { return d.offset + d.size <= written; });
+    direct = direct_;
   }
   // Everything of earlier intervals was written out by their cut.
-  Status st = writeOut(*seg, end);
+  Status st = writeOut(*seg, end, direct);
   if (!st.ok()) return st;
   uint64_t was = writtenLsn_.load(std::memory_order_relaxed);
   while (was < endLsn && !writtenLsn_.compare_exchange_weak(was, endLsn, std::memory_order_acq_rel)) {
@@ -325,6 +403,10 @@ Status OpLog::reserve(size_t bytes) {
   }
   claimed_.fetch_sub(bytes, std::memory_order_relaxed);
   std::lock_guard g(appendMutex_);
+  if (ring_.base == nullptr) {  // the session's first reservation
+    Status s = mapRing();
+    if (!s.ok()) return s;
+  }
   Segment& seg = segs_[cur_];
   for (uint64_t claimed = claimed_.load(std::memory_order_relaxed);;) {
     uint64_t need = claimed + bytes;
@@ -332,8 +414,8 @@ Status OpLog::reserve(size_t bytes) {
     if (need > seg.capacity) {
       Status s = grow(seg, need);
       if (!s.ok()) return s;
-      allocated_.store(seg.capacity, std::memory_order_release);
     }
+    allocated_.store(seg.capacity, std::memory_order_release);
     if (claimed_.compare_exchange_weak(claimed, need, std::memory_order_relaxed)) return Status::OK();
   }
 }
@@ -343,32 +425,55 @@ bool OpLog::room(size_t bytes) const { return claimed_.load(std::memory_order_re
 void OpLog::unreserve(size_t bytes) { claimed_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
-  // A record of up to kStagedRecord bytes is encoded and its payload summed before the
-  // append lock, in a buffer of the thread's: under the lock only its place is written
-  // into it and it is copied into the log. A larger one is encoded in place.
+  // The record is encoded and its payload summed before the append lock, in a buffer of
+  // the thread's (a record larger than kStagedRecord in one of its own): under the lock
+  // only its place is written into it and it is copied into the ring.
   thread_local std::vector<uint8_t> staged;
-  uint32_t payloadCrc = 0;
-  bool stage = size <= kStagedRecord;
-  if (stage) {
-    if (staged.size() < size) staged.resize(kStagedRecord);
-    payloadCrc = encodeUnsealed(ops, salt_, staged.data());
+  std::vector<uint8_t> large;
+  uint8_t* record;
+  if (size <= kStagedRecord) {
+    if (staged.size() < kStagedRecord) staged.resize(kStagedRecord);
+    record = staged.data();
+  } else {
+    large.resize(size);
+    record = large.data();
   }
+  const uint32_t payloadCrc = encodeUnsealed(ops, salt_, record);
   uint64_t lsn;
+  int err = 0;
+  bool halfFull = false;
+  const Segment* seg;
   {
     std::lock_guard g(appendMutex_);
-    uint8_t* at = segs_[cur_].base + end_;
-    if (stage) {
-      sealRecord(staged.data(), payloadCrc, end_, epoch_);
-      std::memcpy(at, staged.data(), size);
+    seg = &segs_[cur_];
+    sealRecord(record, payloadCrc, end_, epoch_);
+    // The ring holds the file's bytes from the written-out position on, each at its
+    // offset modulo the ring's size.
+    const uint64_t pending = end_ + size - writtenOff_.load(std::memory_order_acquire);
+    if (size <= ringRecord_ && pending <= ring_.bytes) {
+      toRing(ring_.base, ring_.bytes, end_ % ring_.bytes, record, size);
+      halfFull = pending > ring_.bytes / 2;
     } else {
-      encodeRecord(ops, salt_, end_, epoch_, at);
+      // Too large for the ring, or the ring full: to its place in the file at once.
+      err = pwriteAll(seg->fd, seg->path, record, size, end_);
+      if (err == 0) direct_.push_back({end_, size});
     }
     end_ += size;
     bytes_.store(end_, std::memory_order_relaxed);
     lsn = lsnBase_ + end_;
     endLsn_.store(lsn, std::memory_order_release);
   }
+  if (err != 0) fail(ioStatus("cannot write log " + seg->path, err));  // not in the log: failure() says so
+  if (halfFull && options_.durability == Durability::kAsync) wantWriteOut();
   return lsn;
+}
+
+void OpLog::wantWriteOut() {
+  if (writeOutWanted_.load(std::memory_order_relaxed) || writeOutWanted_.exchange(true, std::memory_order_acq_rel)) {
+    return;  // asked already
+  }
+  { std::lock_guard g(syncMutex_); }  // the flusher is waiting, or checks the flag before it does
+  wake_.notify_one();
 }
 
 void OpLog::advanceDurable(uint64_t lsn) {
@@ -446,15 +551,28 @@ Status OpLog::failure() {
 }
 
 void OpLog::flusherLoop() {
-  auto interval = std::chrono::milliseconds(options_.sync_interval_ms);
+  // Syncs every sync_interval_ms; in between, writes the ring out whenever an append
+  // finds it half full.
+  const auto interval = std::chrono::milliseconds(options_.sync_interval_ms);
+  auto next = std::chrono::steady_clock::now() + interval;
   std::unique_lock g(syncMutex_);
   while (!stop_) {
-    wake_.wait_for(g, interval, [&] { return stop_; });
-    if (stop_ || failed_.load(std::memory_order_acquire)) continue;
-    uint64_t end = endLsn_.load(std::memory_order_acquire);
-    if (end <= durable_.load(std::memory_order_acquire)) continue;
+    wake_.wait_until(g, next, [&] { return stop_ || writeOutWanted_.load(std::memory_order_acquire); });
+    if (stop_) break;
+    const bool sync = std::chrono::steady_clock::now() >= next;
+    if (sync) next = std::chrono::steady_clock::now() + interval;
     g.unlock();
-    waitDurable(end);
+    if (!failed_.load(std::memory_order_acquire)) {
+      const uint64_t end = endLsn_.load(std::memory_order_acquire);
+      writeOutWanted_.store(false, std::memory_order_release);
+      if (!sync) {
+        (void)writeOutTo(end);
+      } else if (end > durable_.load(std::memory_order_acquire)) {
+        (void)waitDurable(end);
+      }
+    } else {
+      writeOutWanted_.store(false, std::memory_order_release);
+    }
     g.lock();
   }
 }
@@ -470,15 +588,20 @@ Status OpLog::close() {
   }
   Status st;
   if (writing() && options_.durability != Durability::kNone) st = flush();
+  writing_ = false;
   for (Segment& seg : segs_) {
     if (seg.fd >= 0) {
       io().close(seg.fd);
       seg.fd = -1;
     }
-    if (seg.base != nullptr) {
-      munmap(seg.base, limit_);
-      seg.base = nullptr;
-    }
+  }
+  if (ring_.fd >= 0) {
+    io().close(ring_.fd);  // before the mapping goes (io.hpp)
+    ring_.fd = -1;
+  }
+  if (ring_.base != nullptr) {
+    munmap(ring_.base, ring_.bytes);
+    ring_.base = nullptr;
   }
   return st;
 }

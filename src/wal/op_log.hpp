@@ -9,17 +9,20 @@
 //   checkpoint e has committed, marks everything before the cut durable (the checkpoint
 //   holds it). Each file keeps its high-water size; appends to one file stop (Busy) at
 //   half of log_size, so both stay under log_size together.
-// - Where appends go depends on the durability mode:
-//   - async (mapped): stores into a shared mapping of the file, so a record is in the
-//     operating system's page cache when append() returns and survives a crash of the
-//     process without a system call per write; each flush first drops the whole pages
-//     behind the append position from the mapping (Io::dropMapped), so that writing
-//     them back does not write-protect them one at a time;
-//   - sync (buffered): copies into anonymous memory at the record's file offset, written
-//     to the file with pwrite by the flush (write-out, in order), the memory released
-//     behind it. A shared mapping was measured slower here: every flush write-protected
-//     the mapped pages again (a TLB shootdown), and every new page faulted through the
-//     file system; under sync every write waits for a flush anyway.
+// - Appends go through the ring (DIR/log-ring.vms, a small file mapped shared, at most
+//   4 MiB): a record is copied into it at its file offset modulo the ring's size, so it
+//   is in the operating system's page cache when append() returns and survives a crash
+//   of the process without a system call per write, and the ring's lines stay in the
+//   CPU's caches (a log mapped whole is stored into at fresh, cold lines and faults in a
+//   new page every 4 KiB). The write-out copies what the ring holds into the interval's
+//   file with pwrite, in order: at each flush, at a cut, and (async) on the flusher
+//   thread once the ring is half full. A record that does not fit the ring now (larger
+//   than a quarter of it, or the ring full of records not yet written out) is written
+//   to its place in the file directly, under the append lock. The ring itself is never
+//   synced: the files are. Replay reads each record from its file, and from the ring
+//   where the file does not hold it whole; the ring's size is its file's, so a log left
+//   by a session with another log_size is still read right. The ring is created by the
+//   first reservation of a session (one that only reads writes nothing).
 //   waitDurable(lsn) returns once everything up to lsn is on stable storage; concurrent
 //   waiters share one flush (group commit: whoever finds no flush running writes out
 //   and syncs everything appended so far, the file before the last cut first if needed;
@@ -29,8 +32,10 @@
 // - reserve() makes room for a record before the write it logs is applied, so a full
 //   device fails that write (NoSpace) before it changes anything; Busy means the file
 //   is full and a checkpoint's cut must switch files first.
-// - A failed fdatasync is never retried: failure() reports it from then on, every
-//   waitDurable fails with it, and onSyncFailure (if set) is told once.
+// - A failed fdatasync or write-out is never retried: failure() reports it from then
+//   on, every waitDurable fails with it, and onSyncFailure (if set) is told once. A
+//   record whose direct write failed is not in the log: append() still returns its
+//   LSN, and failure() says so (the caller checks it after appending).
 // - replay(e) reads the records of epoch e from the start of its file, in order, up to
 //   the first record that is short, torn or not of this epoch and session (salt), and
 //   hands each record's operations to fn.
@@ -54,6 +59,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sync/spin_mutex.hpp"
 #include "vmstore/options.hpp"
@@ -72,6 +78,7 @@ class OpLog {
  public:
   // The log file of epochs of this parity.
   static std::string fileName(uint32_t epoch) { return epoch % 2 == 0 ? "log-0.vms" : "log-1.vms"; }
+  static std::string ringFileName() { return "log-ring.vms"; }
 
   OpLog() = default;
   ~OpLog();
@@ -87,12 +94,12 @@ class OpLog {
   // another database's id, whatever its interval, before recovery and the next cut would
   // overwrite it. Nothing is checked for id 0.
   Status refuseForeign() const;
-  // After a checkpoint holding everything replayed: empties both files (synced), so no
-  // record is replayed twice.
+  // After a checkpoint holding everything replayed: empties both files and the ring
+  // (synced), so no record is replayed twice.
   Status discard();
   // Logging from now on (not with durability none): appends carry epoch, from offset 0.
   Status startWriting(uint32_t epoch);
-  bool writing() const { return segs_[0].base != nullptr; }
+  bool writing() const { return writing_; }
   // A checkpoint's cut: later appends carry epoch, in its file from offset 0. Returns
   // the LSN of the cut (every record before it belongs to the checkpoint).
   uint64_t cut(uint32_t epoch);
@@ -112,7 +119,7 @@ class OpLog {
   std::function<void(const Status&)> onSyncFailure;
 
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }  // this interval
-  uint64_t fileBytes() const;  // both files
+  uint64_t fileBytes() const;  // both files and the ring
   uint64_t flushes() const { return flushes_.load(std::memory_order_relaxed); }
   std::string path() const;  // the file of the current interval
   // Stops the flusher, flushes what is not durable yet (unless durability none), closes.
@@ -122,22 +129,37 @@ class OpLog {
   struct Segment {  // one log file
     std::string path;
     int fd = -1;
-    uint8_t* base = nullptr;  // limit_ bytes at file offsets: the mapping, or the buffer
     uint64_t capacity = 0;    // allocated in the file (fallocate): records may go up to here
     uint64_t written = 0;     // [0, written) of this interval is in the file (writeMutex_)
-    uint64_t released = 0;    // pages below this were given back or unmapped (writeMutex_)
+  };
+  struct Ring {  // the mapped ring every small record is copied into first
+    std::string path;
+    int fd = -1;
+    uint8_t* base = nullptr;  // bytes, mapped shared; nullptr until the first reservation
+    uint64_t bytes = 0;
+  };
+  // A record written to the file directly, not through the ring: the write-out skips it.
+  struct Direct {
+    uint64_t offset;
+    uint64_t size;
   };
   Status create(Segment& seg);
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
-  static uint64_t sizeOf(const Segment& seg);
-  // writeMutex_ held: pwrites [seg.written, upTo) of seg's buffer, releases the buffer's
-  // memory behind it (mapped: nothing to write). A failure is the log's (failed_).
-  Status writeOut(Segment& seg, uint64_t upTo);
+  Status mapRing();                          // appendMutex_ held
+  static uint64_t sizeOf(int fd);
+  // writeMutex_ held: pwrites [seg.written, upTo) of the interval from the ring, except
+  // the direct records (sorted). A failure is the log's (failed_).
+  Status writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& direct);
   // Writes out everything appended up to lsn (takes writeMutex_).
   Status writeOutTo(uint64_t lsn);
+  // The record at file offset off of epoch's interval, as the ring holds it (ring: the
+  // ring file's bytes), copied whole into out.
+  RecordCheck ringRecord(const std::vector<uint8_t>& ring, uint64_t off, uint32_t epoch, uint64_t* salt,
+                         std::vector<uint8_t>* out, size_t* size, std::vector<LogOp>* ops) const;
   static Status foreign(const std::string& path);  // the file holds another database's log
   void fail(const Status& st);  // records the failure once, wakes waiters, tells onSyncFailure
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
+  void wantWriteOut();  // async: the flusher writes the ring out
   void flusherLoop();
 
   Options options_;
@@ -147,14 +169,17 @@ class OpLog {
   uint64_t salt_ = 0;
   uint32_t databaseTag_ = 0;  // low 32 bits of the database id in every salt (0: none)
   uint32_t epoch_ = 0;
-  uint64_t limit_ = 0;  // per file: half of log_size
-  bool mapped_ = false;  // durability async: appends are stores into the file's mapping
+  uint64_t limit_ = 0;  // per file: half of what log_size leaves beside the ring
+  Ring ring_;
+  uint64_t ringRecord_ = 0;  // records up to this size go through the ring
+  bool writing_ = false;
 
   // Cache lines by who writes them: what every append writes under the mutex (one line
   // moves between the appending cores, not three), what every reservation adds to, the
   // write-out's, the group commit's. The fields above change only at a cut or open.
-  alignas(64) SpinMutex appendMutex_;  // short sections: encode and copy one record
+  alignas(64) SpinMutex appendMutex_;  // short sections: seal and copy one record
   uint64_t end_ = 0;  // appended in this interval
+  std::vector<Direct> direct_;  // this interval's records not in the ring, not yet written out
   uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};
@@ -166,12 +191,14 @@ class OpLog {
   // appendMutex_ (cut writes the old interval out under it before switching files).
   alignas(64) std::mutex writeMutex_;
   std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
+  std::atomic<uint64_t> writtenOff_{0};  // the current file's seg.written, for appends
+  std::atomic<bool> writeOutWanted_{false};  // async: the flusher is asked to write out
 
   alignas(64) std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
   std::atomic<bool> flushing_{false};     // a thread is in fdatasync for everyone
   std::atomic<uint32_t> flushEvents_{0};  // counts flush ends: what waiters sleep on
   std::atomic<bool> failed_{false};
-  std::mutex syncMutex_;                  // failure_, stop_
+  std::mutex syncMutex_;                  // failure_, stop_, wake_
   Status failure_;
   std::atomic<uint64_t> flushes_{0};
 

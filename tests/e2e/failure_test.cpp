@@ -676,14 +676,14 @@ TEST(Failures, ALogOfAnotherDatabaseIsRefusedNotReplayed) {
   EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.toString();
   EXPECT_NE(s.message().find("log of another database"), std::string::npos) << s.toString();
   ASSERT_FALSE(db);
-  // Moved away, A opens at its last checkpoint (its own log was overwritten by the copy)
-  // with none of B's writes.
+  // Moved away, A opens with none of B's writes: at its last checkpoint, or with its own
+  // writes (its log file was overwritten by the copy, but A's log ring still holds them).
   for (const std::string& name : logs) fs::rename(a + "/" + name, a + "/" + name + ".foreign");
   db = openDb(a, "pool_size=1M");
   ASSERT_TRUE(db);
   vmstore::Tree* t;
   if (db->openTree("", false, &t).ok()) {
-    EXPECT_TRUE(scanForward(t).empty()) << "B's writes in A";
+    EXPECT_TRUE(scanForward(t).empty() || holdsVersion(t, 0, 10)) << "B's writes in A";
   }
   VMS_ASSERT_OK(db->close());
   // B itself recovers its writes from the same log.

@@ -391,59 +391,6 @@ TEST(FaultIo, MappedStoresThenCloseAreGoneAfterPowerCut) {
   EXPECT_TRUE(all(contentOf(m.path), 0, 4 * kPage, 'O'));
 }
 
-TEST(FaultIo, DroppedMappedPagesAreUnsyncedWritesAndKeepTheirContent) {
-  Mapped m;
-  std::memset(m.p + 100, 'M', 50);
-  std::memset(m.p + 2 * kPage, 'N', kPage);
-  m.io.dropMapped(m.p, 2 * kPage);  // the first two pages; the third is not dropped
-  // What the dropped pages held is in the file (the page cache), not durable; the memory
-  // still shows it, and stores into the dropped range are tracked as before.
-  EXPECT_TRUE(all(contentOf(m.path), 100, 150, 'M'));
-  EXPECT_EQ(m.p[120], 'M');
-  std::memset(m.p + kPage, 'D', 10);
-  ASSERT_EQ(m.io.fdatasync(m.fd, m.path), 0);
-  std::vector<uint8_t> c = contentOf(m.path);
-  EXPECT_TRUE(all(c, 100, 150, 'M'));
-  EXPECT_TRUE(all(c, kPage, kPage + 10, 'D'));
-  EXPECT_TRUE(all(c, 2 * kPage, 3 * kPage, 'N'));
-  // Dropped without a sync, then the power fails: gone.
-  std::memset(m.p + 3 * kPage, 'U', kPage);
-  m.io.dropMapped(m.p + 3 * kPage, kPage);
-  EXPECT_TRUE(all(contentOf(m.path), 3 * kPage, 4 * kPage, 'U'));
-  m.io.powerCut(1, false);
-  m.closeFd();
-  m.io.revive();
-  c = contentOf(m.path);
-  EXPECT_TRUE(all(c, 100, 150, 'M'));
-  EXPECT_TRUE(all(c, 3 * kPage, 4 * kPage, 'O'));
-}
-
-TEST(FaultIo, DroppedPagesOfARealMappingStayInTheFile) {
-  // Without tracking the mapping is the kernel's: dropping its pages keeps their stores
-  // in the page cache, and touching them again maps the file's page back.
-  Scratch dir;
-  std::string path = dir.file("m");
-  putFile(path, filled(4 * kPage, 'O'));
-  FaultIo io;
-  Reservation res{4 * kPage};
-  int fd = openRw(io, path);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(io.mapShared(fd, path, res.base(), 4 * kPage, 0), 0);
-  uint8_t* p = res.base();
-  std::memset(p + kPage, 'M', kPage + 7);
-  io.dropMapped(p, 2 * kPage);
-  EXPECT_TRUE(all(contentOf(path), kPage, 2 * kPage + 7, 'M'));
-  EXPECT_EQ(p[kPage + 1], 'M');
-  EXPECT_EQ(p[0], 'O');
-  std::memset(p, 'A', 3);  // a dropped page is writable again
-  ASSERT_EQ(io.fdatasync(fd, path), 0);
-  std::vector<uint8_t> c = contentOf(path);
-  EXPECT_TRUE(all(c, 0, 3, 'A'));
-  EXPECT_TRUE(all(c, 3, kPage, 'O'));
-  EXPECT_TRUE(all(c, kPage, 2 * kPage + 7, 'M'));
-  EXPECT_EQ(io.close(fd), 0);
-}
-
 TEST(FaultIo, TornMappedStoresReachTheFileSectorBySector) {
   Mapped m(8);
   std::memset(m.p, 'M', 8 * kPage);

@@ -2,13 +2,16 @@
 #include "wal/op_log.hpp"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "buffer/checksum.hpp"
@@ -317,32 +320,147 @@ TEST(OpLog, AcknowledgedRecordsSurviveAPowerCutAmongConcurrentWritersAsync) {
   acknowledgedSurviveAPowerCut(Durability::kAsync);
 }
 
+// Overwrites one byte of a file in dir.
+void damage(const ScratchDir& dir, const std::string& name, uint64_t at) {
+  int fd = ::open(dir.file(name).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << name;
+  char c = 'Z';
+  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(at)), 1);
+  ::close(fd);
+}
+
+// Three records of 600-byte values in epoch 1's file, closed (so all three are in the
+// file and still in the ring): their ends.
+std::array<uint64_t, 3> threeRecords(const ScratchDir& dir) {
+  std::array<uint64_t, 3> ends{};
+  OpLog log;
+  EXPECT_TRUE(log.open(dir.str(), logOptions()).ok());
+  EXPECT_TRUE(log.startWriting(1).ok());
+  for (int i = 0; i < 3; i++) {
+    std::string k = "k" + std::to_string(i), v(600, static_cast<char>('a' + i));
+    LogOp op{LogOpKind::kPut, "", k, v};
+    ends[i] = logOne(log, op);
+  }
+  EXPECT_TRUE(log.close().ok());
+  return ends;
+}
+
 TEST(OpLog, ReplayStopsAtATornRecord) {
   ScratchDir dir;
-  uint64_t ends[3];
-  {
-    OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
-    UNIT_ASSERT_OK(log.startWriting(1));
-    for (int i = 0; i < 3; i++) {
-      std::string k = "k" + std::to_string(i), v(600, static_cast<char>('a' + i));
-      LogOp op{LogOpKind::kPut, "", k, v};
-      ends[i] = logOne(log, op);
-    }
-    UNIT_ASSERT_OK(log.close());
-  }
-  // Damage one byte in the middle of the second record.
-  int fd = ::open(dir.file(OpLog::fileName(1)).c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  char c = 'Z';
-  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(ends[0] + 300)), 1);
-  ::close(fd);
+  auto ends = threeRecords(dir);
+  // One byte in the middle of the second record, in the file and in the ring (which
+  // holds the file's bytes at their offsets while the log is smaller than the ring).
+  damage(dir, OpLog::fileName(1), ends[0] + 300);
+  damage(dir, OpLog::ringFileName(), ends[0] + 300);
   OpLog log;
   UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
   ReplayInfo info;
   auto recs = replayAll(log, 1, &info);
   EXPECT_EQ(recs.size(), 1u) << "a record after a torn one was replayed";
   EXPECT_EQ(info.bytes, ends[0]);
+}
+
+TEST(OpLog, ARecordTornInItsFileIsReadFromTheRing) {
+  ScratchDir dir;
+  auto ends = threeRecords(dir);
+  damage(dir, OpLog::fileName(1), ends[0] + 300);
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  auto recs = replayAll(log, 1, &info);
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[1][0], "1||k1|" + std::string(600, 'b'));
+  EXPECT_EQ(info.bytes, ends[2]);
+}
+
+// Records still in the ring when the process dies (none written out to the file, most
+// of them) are replayed, by a log whose own ring would be of another size.
+TEST(OpLog, RecordsInTheRingSurviveACrashOfTheProcess) {
+  ScratchDir dir;
+  constexpr int kRecords = 2000;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    OpLog* log = new OpLog;  // never closed: the process ends as a crash would end it
+    if (!log->open(dir.str(), logOptions(Durability::kAsync, 64ull << 20)).ok() || !log->startWriting(1).ok()) {
+      _exit(2);
+    }
+    for (int i = 0; i < kRecords; i++) {
+      std::string k = "k" + std::to_string(i), v(i % 300, static_cast<char>('a' + i % 26));
+      LogOp op{LogOpKind::kPut, "", k, v};
+      size_t size = recordSize({&op, 1});
+      if (!log->reserve(size).ok()) _exit(3);
+      log->append({&op, 1}, size);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 1ull << 20)));  // a 64 KiB ring
+  ReplayInfo info;
+  auto recs = replayAll(log, 1, &info);
+  ASSERT_EQ(recs.size(), static_cast<size_t>(kRecords));
+  for (int i = 0; i < kRecords; i += 97) {
+    EXPECT_EQ(recs[i][0], "1||k" + std::to_string(i) + "|" + std::string(i % 300, static_cast<char>('a' + i % 26)));
+  }
+}
+
+// With a 1 MiB log_size the ring is 64 KiB: records over 16 KiB, and records that find
+// the ring full of records not yet written out, go to the file directly. Four threads
+// mix both, with flushes now and then; every record replays, in the order of its LSN.
+TEST(OpLog, RecordsTooLargeForTheRingOrFindingItFullGoToTheFile) {
+  ScratchDir dir;
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 300;
+  std::vector<std::pair<uint64_t, std::string>> appended;  // (end, key)
+  std::mutex appendedMutex;
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kSync, 1ull << 20)));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; t++) {
+      ts.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; i++) {
+          std::string k = std::to_string(t) + ":" + std::to_string(i);
+          std::string v(i % 7 == 0 ? 20000 + t : 100 + i, static_cast<char>('a' + t));
+          LogOp op{LogOpKind::kPut, "", k, v};
+          size_t size = recordSize({&op, 1});
+          Status s = log.reserve(size);
+          if (s.code() == Status::Code::kBusy) return;  // the file is full (no cut here)
+          ASSERT_TRUE(s.ok()) << s.toString();
+          uint64_t end = log.append({&op, 1}, size);
+          {
+            std::lock_guard g(appendedMutex);
+            appended.emplace_back(end, k);
+          }
+          if (i % 50 == 49) {
+            ASSERT_TRUE(log.waitDurable(end).ok());
+          }
+        }
+      });
+    }
+    for (auto& th : ts) th.join();
+    UNIT_ASSERT_OK(log.failure());
+    UNIT_ASSERT_OK(log.close());
+  }
+  std::sort(appended.begin(), appended.end());
+  ASSERT_GT(appended.size(), 100u);
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kSync, 1ull << 20)));
+  ReplayInfo info;
+  auto recs = replayAll(log, 1, &info);
+  ASSERT_EQ(recs.size(), appended.size());
+  for (size_t i = 0; i < recs.size(); i++) {
+    const std::string& k = appended[i].second;
+    int t = std::stoi(k.substr(0, k.find(':')));
+    int n = std::stoi(k.substr(k.find(':') + 1));
+    ASSERT_EQ(recs[i][0], "1||" + k + "|" + std::string(n % 7 == 0 ? 20000 + t : 100 + n, static_cast<char>('a' + t)))
+        << "record " << i;
+  }
+  EXPECT_EQ(info.bytes, appended.back().first);
 }
 
 TEST(OpLog, ConcurrentCommittersShareFlushes) {
