@@ -962,6 +962,9 @@ Status DatabaseImpl::afterWrite(Status st, uint64_t lsn, uint64_t* commit) {
   } else if (lsn != 0 && options_.durability == Durability::kSync) {
     st = log_.waitDurable(lsn);  // group commit: one flush for every writer waiting
     if (!st.ok()) return st;
+  } else if (lsn != 0) {
+    st = log_.failure();  // a record that could not be written is not acknowledged
+    if (!st.ok()) return st;
   }
   if (!replaying_ && checkpointDue()) wakeCheckpointer();
   return st;

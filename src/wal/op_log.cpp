@@ -20,7 +20,6 @@ namespace vmstore::internal {
 
 namespace {
 
-constexpr uint64_t kPageBytes = 4096;
 constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a multiple of this
 constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;

@@ -8,7 +8,8 @@
 //   a checkpoint's cut, switches to the other file from offset 0; covered(lsn), once
 //   checkpoint e has committed, marks everything before the cut durable (the checkpoint
 //   holds it). Each file keeps its high-water size; appends to one file stop (Busy) at
-//   half of log_size, so both stay under log_size together.
+//   half of what log_size leaves beside the ring, so the files and the ring stay under
+//   log_size together.
 // - Appends go through the ring (DIR/log-ring.vms, a small file mapped shared, at most
 //   4 MiB): a record is copied into it at its file offset modulo the ring's size, so it
 //   is in the operating system's page cache when append() returns and survives a crash

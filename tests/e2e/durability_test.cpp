@@ -277,6 +277,40 @@ TEST(Durability, FailedLogSyncMakesTheDatabaseReadOnlyAndReopensConsistent) {
   VMS_ASSERT_OK(db->close());
 }
 
+// Under async a write returns once its record is in the log ring; a record too large for
+// the ring is written to the log file at once. If that write fails, the put is not
+// acknowledged: it fails, the database turns read-only, and a reopen is consistent.
+TEST(Durability, AsyncRecordWrittenToTheFileThatFailsIsNotAcknowledged) {
+  FaultScope faults;
+  std::string dir = freshDir();
+  // Over a quarter of the 64 KiB ring of log_size=1M, under the 64 KiB (log_size / 16)
+  // above which a write is made durable by a checkpoint instead of the log.
+  const std::string large(30 << 10, 'L');
+  {
+    auto db = openDb(dir, "pool_size=4M,durability=async,log_size=1M");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("", true, &t));
+    for (int i = 0; i < 5; i++) VMS_ASSERT_OK(t->put(numKey("k", i), "v"));
+    faults.io().fail({FaultIo::Op::kWrite, "/log-", 0, 1, EIO});
+    Status s = t->put(numKey("k", 5), large);
+    EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
+    EXPECT_EQ(t->put(numKey("k", 6), "v").code(), Status::Code::kIOError);
+    std::string v;
+    VMS_EXPECT_OK(t->get(numKey("k", 0), &v));  // reads go on
+    db->close();
+  }
+  auto db = openDb(dir, "pool_size=4M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", false, &t));
+  KV got = scanForward(t);
+  ASSERT_EQ(got.size(), 5u);
+  for (const auto& kv : got) EXPECT_EQ(kv.second, "v");
+  expectCheckOk(db.get());
+  VMS_ASSERT_OK(db->close());
+}
+
 TEST(Durability, WriteTooLargeForTheLogIsMadeDurableByACheckpoint) {
   // A write whose record would take over 1/16 of log_size is not logged: the call
   // returns once a checkpoint holding it has committed (async durability too).
