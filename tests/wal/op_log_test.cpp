@@ -373,8 +373,8 @@ TEST(OpLog, ARecordTornInItsFileIsReadFromTheRing) {
   EXPECT_EQ(info.bytes, ends[2]);
 }
 
-// Records still in the ring when the process dies (none written out to the file, most
-// of them) are replayed, by a log whose own ring would be of another size.
+// Records still in the ring when the process dies (most or all of them not yet written
+// out to the file) are replayed, by a log whose own ring would be of another size.
 TEST(OpLog, RecordsInTheRingSurviveACrashOfTheProcess) {
   ScratchDir dir;
   constexpr int kRecords = 2000;
