@@ -50,6 +50,19 @@ void fromRing(const uint8_t* ring, uint64_t ringBytes, uint64_t at, uint8_t* to,
   if (first < n) std::memcpy(to + first, ring, n - first);
 }
 
+// Reads up to n bytes at off, going on after short reads, stopping at the end of the
+// file: 0 and *got the bytes read, or the errno.
+int readUpTo(int fd, const std::string& path, uint8_t* buf, size_t n, uint64_t off, size_t* got) {
+  *got = 0;
+  while (*got < n) {
+    ssize_t r = io().pread(fd, path, buf + *got, n - *got, off + *got);
+    if (r < 0) return errno;
+    if (r == 0) break;
+    *got += static_cast<size_t>(r);
+  }
+  return 0;
+}
+
 uint64_t newSalt() {
   std::random_device rd;
   uint64_t s = (uint64_t{rd()} << 32) ^ rd() ^
@@ -76,9 +89,9 @@ Status OpLog::open(const std::string& dir, const Options& options) {
   return Status::OK();  // a missing log is an empty one; the first write creates it
 }
 
-Status OpLog::create(Segment& seg) {
-  seg.fd = io().open(seg.path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
-  if (seg.fd < 0) return ioStatus("cannot create log " + seg.path, errno);
+Status OpLog::create(const std::string& path, int* fd) {
+  *fd = io().open(path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+  if (*fd < 0) return ioStatus("cannot create log " + path, errno);
   if (io().syncDir(dir_) != 0) return ioStatus("cannot sync directory " + dir_, errno);
   return Status::OK();
 }
@@ -158,11 +171,8 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
                                              ringBytes % kAllocationUnit == 0) {
     ring.resize(static_cast<size_t>(ringBytes));
     size_t got = 0;
-    while (got < ring.size()) {
-      ssize_t r = io().pread(ring_.fd, ring_.path, ring.data() + got, ring.size() - got, got);
-      if (r < 0) return ioStatus("cannot read log " + ring_.path, errno);
-      if (r == 0) break;
-      got += static_cast<size_t>(r);
+    if (int err = readUpTo(ring_.fd, ring_.path, ring.data(), ring.size(), 0, &got); err != 0) {
+      return ioStatus("cannot read log " + ring_.path, err);
     }
     if (got < ring.size()) ring.clear();
   }
@@ -177,11 +187,8 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
     window.resize(want);
     windowAt = off;
     size_t got = 0;
-    while (got < want) {
-      ssize_t r = io().pread(seg.fd, seg.path, window.data() + got, want - got, off + got);
-      if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
-      if (r == 0) break;
-      got += static_cast<size_t>(r);
+    if (int err = readUpTo(seg.fd, seg.path, window.data(), want, off, &got); err != 0) {
+      return ioStatus("cannot read log " + seg.path, err);
     }
     window.resize(got);
     return Status::OK();
@@ -253,9 +260,8 @@ Status OpLog::startWriting(uint32_t epoch) {
 Status OpLog::mapRing() {
   if (ring_.base != nullptr) return Status::OK();
   if (ring_.fd < 0) {
-    ring_.fd = io().open(ring_.path, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
-    if (ring_.fd < 0) return ioStatus("cannot create log " + ring_.path, errno);
-    if (io().syncDir(dir_) != 0) return ioStatus("cannot sync directory " + dir_, errno);
+    Status s = create(ring_.path, &ring_.fd);
+    if (!s.ok()) return s;
   }
   // Exactly this session's size (replay reads a ring by its file's size), allocated on
   // the device: a store into the mapping never meets a full device (no SIGBUS).
@@ -282,7 +288,7 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
   uint64_t cap = std::min(limit_, roundUp(want, kAllocationUnit));
   if (cap < need) return Status::Busy("log full");
   if (seg.fd < 0) {
-    Status s = create(seg);
+    Status s = create(seg.path, &seg.fd);
     if (!s.ok()) return s;
   }
   // Allocated on the device before records are accepted into it: a full device fails the

@@ -144,7 +144,7 @@ class OpLog {
     uint64_t offset;
     uint64_t size;
   };
-  Status create(Segment& seg);
+  Status create(const std::string& path, int* fd);  // a log file, O_CREAT, directory synced
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
   Status mapRing();                          // appendMutex_ held
   static uint64_t sizeOf(int fd);
