@@ -95,6 +95,9 @@ const char* vms_last_error(void);
  *   log_size=SIZE    bound of the log's two files together: a checkpoint starts when
  *                    the log passes a quarter of it, and a writer whose log file
  *                    reaches half of it waits for that checkpoint (1M..64G, default 1G)
+ *   log_zero_fill=BOOL  with sync, a background thread zero-fills and syncs the log
+ *                    ahead of the appends, so commits write into initialized blocks
+ *                    (default true)
  *   direct_io=BOOL   O_DIRECT for the data file where allowed (default true)
  *   io=uring|sync    how a miss inside a task (vms_tasks_*, vms_get_many) is read:
  *                    uring queues it on the thread's io_uring ring and runs other

@@ -140,6 +140,7 @@ Status Options::parse(std::string_view config, Options* out) {
                             : key == "direct_io"     ? &o.direct_io
                             : key == "page_provider" ? &o.page_provider
                             : key == "huge_pages"    ? &o.huge_pages
+                            : key == "log_zero_fill" ? &o.log_zero_fill
                                                      : nullptr) {
       if (!parseBool(value, flag)) {
         return Status::InvalidArgument("config " + std::string(key) + "='" + std::string(value) +
@@ -228,7 +229,7 @@ Status Options::parse(std::string_view config, Options* out) {
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
                                      "' (known: pool_size, create, max_size, durability, sync_interval, "
-                                     "log_size, direct_io, io, page_provider, huge_pages, read_ahead, policy, resident_set, trace, "
+                                     "log_size, log_zero_fill, direct_io, io, page_provider, huge_pages, read_ahead, policy, resident_set, trace, "
                                      "tiers, migrate_batch, migrate)");
     }
   }

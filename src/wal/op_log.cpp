@@ -28,6 +28,10 @@ constexpr size_t kStagedRecord = 64 << 10;  // records up to this are encoded in
 // checkpoint interval), in whole 64 KiB.
 constexpr uint64_t kRingMin = 64ull << 10;
 constexpr uint64_t kRingMax = 4ull << 20;
+// Durability sync: the preparer keeps the current file zero-filled (written and synced)
+// this far ahead of the appends, in chunks of kPrepareChunk written under the append lock.
+constexpr uint64_t kPrepareAhead = 4ull << 20;
+constexpr size_t kPrepareChunk = 64 << 10;
 // refuseForeign reads a first record of up to this many payload bytes (larger: not checked).
 constexpr uint32_t kMaxCheckedRecord = 64u << 20;
 
@@ -237,12 +241,14 @@ Status OpLog::startWriting(uint32_t epoch) {
   ring_.bytes = ringBytesFor(options_.log_size);
   ringRecord_ = ring_.bytes / 4;
   limit_ = std::max(kAllocationUnit, (options_.log_size - ring_.bytes) / 2 / kAllocationUnit * kAllocationUnit);
+  zeroFill_ = options_.durability == Durability::kSync && options_.log_zero_fill;
   salt_ = newSalt();
   if (databaseTag_ != 0) salt_ = (salt_ & ~uint64_t{0xffffffff}) | databaseTag_;
   std::lock_guard g(appendMutex_);
   for (Segment& seg : segs_) {
     seg.capacity = 0;
     seg.written = 0;
+    seg.zeroed = 0;
     if (seg.fd >= 0) {
       Status s = grow(seg, std::min(sizeOf(seg.fd) / kAllocationUnit * kAllocationUnit, limit_));  // what the file holds
       if (!s.ok()) return s;
@@ -253,7 +259,11 @@ Status OpLog::startWriting(uint32_t epoch) {
   // No reservation takes the fast path before the first maps the ring (reserve()).
   allocated_.store(0, std::memory_order_release);
   writing_ = true;
-  if (options_.durability == Durability::kAsync) flusher_ = std::thread([this] { flusherLoop(); });
+  if (options_.durability == Durability::kAsync) {
+    flusher_ = std::thread([this] { flusherLoop(); });
+  } else if (zeroFill_) {
+    flusher_ = std::thread([this] { preparerLoop(); });
+  }
   return Status::OK();
 }
 
@@ -447,6 +457,7 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
   uint64_t lsn;
   int err = 0;
   bool halfFull = false;
+  bool prepare = false;
   const Segment* seg;
   {
     std::lock_guard g(appendMutex_);
@@ -467,17 +478,22 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
     bytes_.store(end_, std::memory_order_relaxed);
     lsn = lsnBase_ + end_;
     endLsn_.store(lsn, std::memory_order_release);
+    prepare = zeroFill_ && std::min(seg->capacity, end_ + kPrepareAhead / 2) > seg->zeroed;
   }
   if (err != 0) fail(ioStatus("cannot write log " + seg->path, err));  // not in the log: failure() says so
-  if (halfFull && options_.durability == Durability::kAsync) wantWriteOut();
+  if (options_.durability == Durability::kAsync) {
+    if (halfFull) ask(writeOutWanted_);
+  } else if (prepare) {
+    ask(prepareWanted_);
+  }
   return lsn;
 }
 
-void OpLog::wantWriteOut() {
-  if (writeOutWanted_.load(std::memory_order_relaxed) || writeOutWanted_.exchange(true, std::memory_order_acq_rel)) {
+void OpLog::ask(std::atomic<bool>& wanted) {
+  if (wanted.load(std::memory_order_relaxed) || wanted.exchange(true, std::memory_order_acq_rel)) {
     return;  // asked already
   }
-  { std::lock_guard g(syncMutex_); }  // the flusher is waiting, or checks the flag before it does
+  { std::lock_guard g(syncMutex_); }  // the thread is waiting, or checks the flag before it does
   wake_.notify_one();
 }
 
@@ -580,6 +596,50 @@ void OpLog::flusherLoop() {
     }
     g.lock();
   }
+}
+
+void OpLog::preparerLoop() {
+  std::unique_lock g(syncMutex_);
+  while (!stop_) {
+    wake_.wait(g, [&] { return stop_ || prepareWanted_.load(std::memory_order_acquire); });
+    if (stop_) break;
+    prepareWanted_.store(false, std::memory_order_release);
+    g.unlock();
+    prepareAhead();
+    g.lock();
+  }
+}
+
+void OpLog::prepareAhead() {
+  // Zeros go only where no record is (at or past end_, under the append lock, which
+  // places records), a chunk at a time so that appends wait for one chunk at most. A
+  // record appended there later is written out over them, in order.
+  static const std::vector<uint8_t> zeros(kPrepareChunk);
+  const Segment* seg = nullptr;
+  for (;;) {
+    std::lock_guard g(appendMutex_);
+    if (failed_.load(std::memory_order_acquire)) return;
+    Segment& cur = segs_[cur_];
+    if (seg != nullptr && seg != &cur) break;  // a cut: sync what was zeroed, then go on
+    const uint64_t from = std::max(cur.zeroed, end_);
+    const uint64_t to = std::min({cur.capacity, end_ + kPrepareAhead, from + kPrepareChunk});
+    if (from >= to) break;
+    if (pwriteAll(cur.fd, cur.path, zeros.data(), to - from, from) != 0) {
+      // Only slower: later syncs initialize the space themselves. Stop until the next ask.
+      cur.zeroed = cur.capacity;
+      break;
+    }
+    cur.zeroed = to;
+    seg = &cur;
+  }
+  if (seg == nullptr || failed_.load(std::memory_order_acquire)) return;
+  // A failed sync may have dropped records written out beside the zeros, and the next
+  // sync of the same descriptor would not report it again: the log fails.
+  if (io().fdatasync(seg->fd, seg->path) != 0) {
+    fail(ioStatus("cannot sync log " + seg->path, errno));
+    return;
+  }
+  ask(prepareWanted_);  // after a cut, or more to do: look again
 }
 
 Status OpLog::close() {

@@ -28,7 +28,12 @@
 //   waiters share one flush (group commit: whoever finds no flush running writes out
 //   and syncs everything appended so far, the file before the last cut first if needed;
 //   the others wait for it). With async durability a background thread flushes every
-//   sync_interval_ms.
+//   sync_interval_ms. With sync durability and log_zero_fill, a background thread (the
+//   preparer) keeps the current file zero-filled and synced a few MiB ahead of the
+//   appends: a flush then writes into initialized blocks, and its fdatasync does not
+//   also convert freshly allocated (unwritten) extents, a metadata write of its own.
+//   The zeros go only past the last appended record, under the append lock; a failed
+//   zero write only stops the zero-filling, a failed sync of it fails the log.
 // - LSNs count bytes appended since open, across files and intervals.
 // - reserve() makes room for a record before the write it logs is applied, so a full
 //   device fails that write (NoSpace) before it changes anything; Busy means the file
@@ -132,6 +137,7 @@ class OpLog {
     int fd = -1;
     uint64_t capacity = 0;    // allocated in the file (fallocate): records may go up to here
     uint64_t written = 0;     // [0, written) of this interval is in the file (writeMutex_)
+    uint64_t zeroed = 0;      // sync: [0, zeroed) zero-filled by the preparer this session (appendMutex_)
   };
   struct Ring {  // the mapped ring every small record is copied into first
     std::string path;
@@ -160,8 +166,10 @@ class OpLog {
   static Status foreign(const std::string& path);  // the file holds another database's log
   void fail(const Status& st);  // records the failure once, wakes waiters, tells onSyncFailure
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
-  void wantWriteOut();  // async: the flusher writes the ring out
-  void flusherLoop();
+  void ask(std::atomic<bool>& wanted);  // raises the flag, wakes the background thread
+  void flusherLoop();   // async
+  void preparerLoop();  // sync
+  void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
 
   Options options_;
   std::string dir_;
@@ -174,6 +182,7 @@ class OpLog {
   Ring ring_;
   uint64_t ringRecord_ = 0;  // records up to this size go through the ring
   bool writing_ = false;
+  bool zeroFill_ = false;  // sync and log_zero_fill: the preparer runs
 
   // Cache lines by who writes them: what every append writes under the mutex (one line
   // moves between the appending cores, not three), what every reservation adds to, the
@@ -194,6 +203,7 @@ class OpLog {
   std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
   std::atomic<uint64_t> writtenOff_{0};  // the current file's seg.written, for appends
   std::atomic<bool> writeOutWanted_{false};  // async: the flusher is asked to write out
+  std::atomic<bool> prepareWanted_{false};   // sync: the preparer is asked to zero-fill ahead
 
   alignas(64) std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
   std::atomic<bool> flushing_{false};     // a thread is in fdatasync for everyone
@@ -203,7 +213,7 @@ class OpLog {
   Status failure_;
   std::atomic<uint64_t> flushes_{0};
 
-  std::thread flusher_;
+  std::thread flusher_;  // the flusher (async) or the preparer (sync)
   bool stop_ = false;  // under syncMutex_
   std::condition_variable wake_;
 };

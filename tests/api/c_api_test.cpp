@@ -292,7 +292,7 @@ TEST(CApiOpen, BadConfigIsEinvalAndCreatesNothing) {
       "durability=fast",   "durability=",           "durability=SYNC",      "sync_interval=0",
       "sync_interval=60001", "sync_interval=10ms",  "sync_interval=1K",     "log_size=512K",
       "log_size=65G",      "log_size=big",          "direct_io=sometimes",  "direct_io=",
-      "io=async",          "io=",                   "io=URING",             "page_provider=maybe",
+      "io=async",          "io=",                   "io=URING",             "page_provider=maybe",  "log_zero_fill=maybe",
       "page_provider=",    "huge_pages=maybe",      "huge_pages=",          "huge_pages=TRUE",
   };
   int i = 0;
@@ -339,7 +339,8 @@ TEST(CApiOpen, GoodConfigs) {
                         "durability=none,direct_io=false",
                         "log_size=1M,sync_interval=60000,direct_io=true",
                         "io=sync,page_provider=false",
-                        "io=uring,page_provider=true"};
+                        "io=uring,page_provider=true",
+                        "durability=sync,log_zero_fill=false"};
   int i = 0;
   for (const char* config : good) {
     SCOPED_TRACE(config == nullptr ? "(NULL)" : config);

@@ -339,7 +339,8 @@ TEST(Failures, FailedCloseSyncReopensAtTheLastGoodCheckpoint) {
     VMS_ASSERT_OK(db->close());
   }
   {
-    auto db = openDb(dir, "pool_size=1M");
+    // No zero-fill of the log: the failing sync is the close's, not the preparer's.
+    auto db = openDb(dir, "pool_size=1M,log_zero_fill=false");
     ASSERT_TRUE(db);
     vmstore::Tree* t;
     VMS_ASSERT_OK(db->openTree("", true, &t));

@@ -2,6 +2,9 @@
 #include "wal/op_log.hpp"
 
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -493,13 +496,21 @@ TEST(OpLog, ConcurrentCommittersShareFlushes) {
   EXPECT_EQ(info.records, static_cast<uint64_t>(threads * each));
 }
 
+// Without the zero-fill, whose syncs and writes would also count (its failures have
+// tests of their own).
+Options noZeroFill() {
+  Options o = logOptions();
+  o.log_zero_fill = false;
+  return o;
+}
+
 TEST(OpLog, FailedFlushIsNeverRetried) {
   ScratchDir dir;
   FaultIo faults;
   Io* prev = setIo(&faults);
   {
     OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.open(dir.str(), noZeroFill()));
     UNIT_ASSERT_OK(log.startWriting(1));
     Status told;
     log.onSyncFailure = [&](const Status& s) { told = s; };
@@ -528,7 +539,7 @@ TEST(OpLog, FailedWriteOutIsNeverRetried) {
   Io* prev = setIo(&faults);
   {
     OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.open(dir.str(), noZeroFill()));
     UNIT_ASSERT_OK(log.startWriting(1));
     int told = 0;
     log.onSyncFailure = [&](const Status&) { told++; };
@@ -616,6 +627,128 @@ TEST(OpLog, FullDeviceFailsTheReservationNotAStore) {
     EXPECT_EQ(info.records, static_cast<uint64_t>(n + 1));
   }
   setIo(prev);
+}
+
+// Bytes of [from, to) of the file at path that its file system holds allocated but
+// unwritten (FIEMAP_EXTENT_UNWRITTEN), or -1 where FIEMAP is not supported.
+int64_t unwrittenBytes(const std::string& path, uint64_t from, uint64_t to) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  constexpr unsigned kExtents = 512;
+  std::vector<uint8_t> buf(sizeof(fiemap) + kExtents * sizeof(fiemap_extent));
+  auto* fm = reinterpret_cast<fiemap*>(buf.data());
+  fm->fm_start = from;
+  fm->fm_length = to - from;
+  fm->fm_extent_count = kExtents;  // no FIEMAP_FLAG_SYNC: that would write the file out itself
+  int r = ioctl(fd, FS_IOC_FIEMAP, fm);
+  ::close(fd);
+  if (r != 0) return -1;
+  int64_t n = 0;
+  for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+    const fiemap_extent& e = fm->fm_extents[i];
+    if ((e.fe_flags & FIEMAP_EXTENT_UNWRITTEN) == 0) continue;
+    uint64_t a = std::max<uint64_t>(e.fe_logical, from);
+    uint64_t b = std::min<uint64_t>(e.fe_logical + e.fe_length, to);
+    if (b > a) n += static_cast<int64_t>(b - a);
+  }
+  return n;
+}
+
+// Durability sync: the preparer writes zeros over the log file ahead of the appends and
+// syncs them, so that a flush writes into initialized blocks (the file system holds no
+// unwritten extent there); with log_zero_fill=false that space stays unwritten.
+TEST(OpLog, SyncLogIsZeroFilledAheadOfTheAppends) {
+  for (bool zeroFill : {false, true}) {
+    SCOPED_TRACE(zeroFill ? "log_zero_fill=true" : "log_zero_fill=false");
+    ScratchDir dir;
+    Options o = logOptions(Durability::kSync, 64ull << 20);
+    o.log_zero_fill = zeroFill;
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), o));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    LogOp op{LogOpKind::kPut, "", "k", std::string(1000, 'v')};
+    uint64_t lsn = 0;
+    for (int i = 0; i < 100; i++) lsn = logOne(log, op);
+    UNIT_ASSERT_OK(log.waitDurable(lsn));
+    // The first interval starts at LSN 0, and its file's first allocation is 1 MiB.
+    const std::string path = dir.str() + "/" + OpLog::fileName(1);
+    const uint64_t from = (lsn + 4095) / 4096 * 4096;
+    const uint64_t to = 1ull << 20;
+    ASSERT_LT(from, to);
+    int64_t unwritten = unwrittenBytes(path, from, to);
+    if (!zeroFill) {
+      if (unwritten <= 0) GTEST_SKIP() << "this file system does not keep allocated space unwritten (or has no FIEMAP)";
+      UNIT_ASSERT_OK(log.close());
+      continue;
+    }
+    for (int i = 0; i < 1000 && unwritten != 0; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      unwritten = unwrittenBytes(path, from, to);
+    }
+    EXPECT_EQ(unwritten, 0) << "bytes ahead of the appends still unwritten";
+    UNIT_ASSERT_OK(log.failure());
+    UNIT_ASSERT_OK(log.close());
+    OpLog again;
+    UNIT_ASSERT_OK(again.open(dir.str(), o));
+    ReplayInfo info;
+    EXPECT_EQ(replayAll(again, 1, &info).size(), 100u) << "the zeros went over records";
+  }
+}
+
+// A failed sync of the zero-fill fails the log as a failed flush does: it may have lost
+// records written out beside the zeros, and the descriptor would not report it twice.
+TEST(OpLog, AFailedSyncOfTheZeroFillFailsTheLog) {
+  ScratchDir dir;
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    int told = 0;
+    log.onSyncFailure = [&](const Status&) { told++; };
+    faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
+    LogOp op{LogOpKind::kPut, "", "k", "v"};
+    uint64_t lsn = logOne(log, op);  // asks the preparer; nothing here flushes
+    ASSERT_NE(lsn, 0u);
+    for (int i = 0; i < 1000 && log.failure().ok(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(log.failure().code(), Status::Code::kIOError);
+    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
+    EXPECT_EQ(told, 1);
+    log.close();
+  }
+  setIo(prev);
+}
+
+// A failed write of zeros only stops the zero-fill: records go on being written and
+// synced.
+TEST(OpLog, AFailedWriteOfTheZeroFillLosesNothing) {
+  ScratchDir dir;
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    // The file's writes: its allocation (fallocate counts as a write), then the
+    // preparer's first zeros, which fail. The ring's allocation is the one other write.
+    faults.fail({FaultIo::Op::kWrite, OpLog::fileName(1), 1, 1, EIO});
+    LogOp op{LogOpKind::kPut, "", "k", "v"};
+    ASSERT_NE(logOne(log, op), 0u);  // asks the preparer; nothing here writes out
+    for (int i = 0; i < 1000 && faults.calls(FaultIo::Op::kWrite) < 3; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(faults.calls(FaultIo::Op::kWrite), 3u);
+    uint64_t lsn = logOne(log, op);
+    UNIT_ASSERT_OK(log.waitDurable(lsn));
+    UNIT_ASSERT_OK(log.failure());
+    UNIT_ASSERT_OK(log.close());
+  }
+  setIo(prev);
+  OpLog again;
+  UNIT_ASSERT_OK(again.open(dir.str(), logOptions()));
+  ReplayInfo info;
+  EXPECT_EQ(replayAll(again, 1, &info).size(), 2u);
 }
 
 }  // namespace
