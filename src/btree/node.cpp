@@ -320,6 +320,7 @@ unsigned BTreeNode::chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepL
   const unsigned capacity = kPageSize - kHeaderSize;
   unsigned total = 0;
   for (unsigned i = 0; i < count; i++) total += entrySize(i);
+  const unsigned newEntry = count > 0 ? total / count : 0;
   unsigned best = isLeaf() ? 1 : 0;
   unsigned bestDiff = ~0u;
   // An ascending run inside the node: keep everything before the insert on the left.
@@ -334,7 +335,11 @@ unsigned BTreeNode::chooseSplit(unsigned insertPos, uint8_t* sep, unsigned* sepL
     unsigned leftNeed = lowerFence.len + s + leftBytes;
     unsigned rightNeed = s + upperFence.len + rightBytes;
     if (leftNeed > capacity || rightNeed > capacity) continue;
-    unsigned diff = leftNeed > rightNeed ? leftNeed - rightNeed : rightNeed - leftNeed;
+    // Even halves once the new entry is in (taken to be of the mean size), as a
+    // textbook split of the full node and the new entry does.
+    const unsigned leftAfter = leftNeed + (insertPos < lc ? newEntry : 0);
+    const unsigned rightAfter = rightNeed + (insertPos < lc ? 0 : newEntry);
+    unsigned diff = leftAfter > rightAfter ? leftAfter - rightAfter : rightAfter - leftAfter;
     if (insertPos >= count) {
       diff = count - lc;  // the largest valid left half wins
     } else if (run) {
