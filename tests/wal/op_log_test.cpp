@@ -504,63 +504,67 @@ Options noZeroFill() {
   return o;
 }
 
-TEST(OpLog, FailedFlushIsNeverRetried) {
+// A log in a scratch directory writing from epoch 1, its I/O through `faults` while it
+// lives (closed, and the I/O layer put back, at the end), counting the sync failures
+// it reports.
+struct LogOnFaults {
+  explicit LogOnFaults(const Options& o) : prev(setIo(&faults)) {
+    log.onSyncFailure = [this](const Status& s) {
+      told++;
+      lastTold = s;
+    };
+    opened = log.open(dir.str(), o).ok() && log.startWriting(1).ok();
+  }
+  ~LogOnFaults() {
+    log.close();
+    setIo(prev);
+  }
   ScratchDir dir;
   FaultIo faults;
-  Io* prev = setIo(&faults);
-  {
-    OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), noZeroFill()));
-    UNIT_ASSERT_OK(log.startWriting(1));
-    Status told;
-    log.onSyncFailure = [&](const Status& s) { told = s; };
-    faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
-    LogOp op{LogOpKind::kPut, "", "k", "v"};
-    uint64_t lsn = logOne(log, op);
-    ASSERT_NE(lsn, 0u);
-    Status s = log.waitDurable(lsn);
-    EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
-    EXPECT_EQ(told.code(), Status::Code::kIOError);
-    uint64_t syncs = faults.calls(FaultIo::Op::kSync);
-    // The rule fired once only; a retry would now succeed, and must not happen.
-    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
-    EXPECT_EQ(log.failure().code(), Status::Code::kIOError);
-    EXPECT_EQ(faults.calls(FaultIo::Op::kSync), syncs) << "a failed flush was retried";
-    log.close();
-  }
-  setIo(prev);
+  Io* prev;
+  OpLog log;
+  bool opened = false;
+  int told = 0;  // onSyncFailure calls
+  Status lastTold;
+};
+
+TEST(OpLog, FailedFlushIsNeverRetried) {
+  LogOnFaults f(noZeroFill());
+  ASSERT_TRUE(f.opened);
+  f.faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
+  LogOp op{LogOpKind::kPut, "", "k", "v"};
+  uint64_t lsn = logOne(f.log, op);
+  ASSERT_NE(lsn, 0u);
+  Status s = f.log.waitDurable(lsn);
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
+  EXPECT_EQ(f.lastTold.code(), Status::Code::kIOError);
+  uint64_t syncs = f.faults.calls(FaultIo::Op::kSync);
+  // The rule fired once only; a retry would now succeed, and must not happen.
+  EXPECT_EQ(f.log.waitDurable(lsn).code(), Status::Code::kIOError);
+  EXPECT_EQ(f.log.failure().code(), Status::Code::kIOError);
+  EXPECT_EQ(f.faults.calls(FaultIo::Op::kSync), syncs) << "a failed flush was retried";
 }
 
 // Durability sync writes its records out with pwrite at the flush: a failed write-out
 // fails the log like a failed sync, once, and nothing is written again.
 TEST(OpLog, FailedWriteOutIsNeverRetried) {
-  ScratchDir dir;
-  FaultIo faults;
-  Io* prev = setIo(&faults);
-  {
-    OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), noZeroFill()));
-    UNIT_ASSERT_OK(log.startWriting(1));
-    int told = 0;
-    log.onSyncFailure = [&](const Status&) { told++; };
-    LogOp op{LogOpKind::kPut, "", "k", "v"};
-    uint64_t first = logOne(log, op);
-    UNIT_ASSERT_OK(log.waitDurable(first));
-    uint64_t writes = faults.calls(FaultIo::Op::kWrite);
-    EXPECT_GT(writes, 0u) << "the record was not written with pwrite";
-    faults.fail({FaultIo::Op::kWrite, "log-", 0, 1, EIO});
-    uint64_t lsn = logOne(log, op);
-    ASSERT_NE(lsn, 0u);
-    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
-    EXPECT_EQ(told, 1);
-    uint64_t after = faults.calls(FaultIo::Op::kWrite);
-    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
-    EXPECT_TRUE(log.waitDurable(first).ok()) << "what was durable before stays durable";
-    EXPECT_EQ(faults.calls(FaultIo::Op::kWrite), after) << "a failed write-out was retried";
-    EXPECT_EQ(told, 1);
-    log.close();
-  }
-  setIo(prev);
+  LogOnFaults f(noZeroFill());
+  ASSERT_TRUE(f.opened);
+  LogOp op{LogOpKind::kPut, "", "k", "v"};
+  uint64_t first = logOne(f.log, op);
+  UNIT_ASSERT_OK(f.log.waitDurable(first));
+  uint64_t writes = f.faults.calls(FaultIo::Op::kWrite);
+  EXPECT_GT(writes, 0u) << "the record was not written with pwrite";
+  f.faults.fail({FaultIo::Op::kWrite, "log-", 0, 1, EIO});
+  uint64_t lsn = logOne(f.log, op);
+  ASSERT_NE(lsn, 0u);
+  EXPECT_EQ(f.log.waitDurable(lsn).code(), Status::Code::kIOError);
+  EXPECT_EQ(f.told, 1);
+  uint64_t after = f.faults.calls(FaultIo::Op::kWrite);
+  EXPECT_EQ(f.log.waitDurable(lsn).code(), Status::Code::kIOError);
+  EXPECT_TRUE(f.log.waitDurable(first).ok()) << "what was durable before stays durable";
+  EXPECT_EQ(f.faults.calls(FaultIo::Op::kWrite), after) << "a failed write-out was retried";
+  EXPECT_EQ(f.told, 1);
 }
 
 // The sync log's buffer gives its memory back behind the write-out: 64 MiB of records
@@ -698,55 +702,38 @@ TEST(OpLog, SyncLogIsZeroFilledAheadOfTheAppends) {
 // A failed sync of the zero-fill fails the log as a failed flush does: it may have lost
 // records written out beside the zeros, and the descriptor would not report it twice.
 TEST(OpLog, AFailedSyncOfTheZeroFillFailsTheLog) {
-  ScratchDir dir;
-  FaultIo faults;
-  Io* prev = setIo(&faults);
-  {
-    OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
-    UNIT_ASSERT_OK(log.startWriting(1));
-    int told = 0;
-    log.onSyncFailure = [&](const Status&) { told++; };
-    faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
-    LogOp op{LogOpKind::kPut, "", "k", "v"};
-    uint64_t lsn = logOne(log, op);  // asks the preparer; nothing here flushes
-    ASSERT_NE(lsn, 0u);
-    for (int i = 0; i < 1000 && log.failure().ok(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(log.failure().code(), Status::Code::kIOError);
-    EXPECT_EQ(log.waitDurable(lsn).code(), Status::Code::kIOError);
-    EXPECT_EQ(told, 1);
-    log.close();
-  }
-  setIo(prev);
+  LogOnFaults f(logOptions());
+  ASSERT_TRUE(f.opened);
+  f.faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
+  LogOp op{LogOpKind::kPut, "", "k", "v"};
+  uint64_t lsn = logOne(f.log, op);  // asks the preparer; nothing here flushes
+  ASSERT_NE(lsn, 0u);
+  for (int i = 0; i < 1000 && f.log.failure().ok(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(f.log.failure().code(), Status::Code::kIOError);
+  EXPECT_EQ(f.log.waitDurable(lsn).code(), Status::Code::kIOError);
+  EXPECT_EQ(f.told, 1);
 }
 
 // A failed write of zeros only stops the zero-fill: records go on being written and
 // synced.
 TEST(OpLog, AFailedWriteOfTheZeroFillLosesNothing) {
-  ScratchDir dir;
-  FaultIo faults;
-  Io* prev = setIo(&faults);
-  {
-    OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
-    UNIT_ASSERT_OK(log.startWriting(1));
-    // The file's writes: its allocation (fallocate counts as a write), then the
-    // preparer's first zeros, which fail. The ring's allocation is the one other write.
-    faults.fail({FaultIo::Op::kWrite, OpLog::fileName(1), 1, 1, EIO});
-    LogOp op{LogOpKind::kPut, "", "k", "v"};
-    ASSERT_NE(logOne(log, op), 0u);  // asks the preparer; nothing here writes out
-    for (int i = 0; i < 1000 && faults.calls(FaultIo::Op::kWrite) < 3; i++) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_EQ(faults.calls(FaultIo::Op::kWrite), 3u);
-    uint64_t lsn = logOne(log, op);
-    UNIT_ASSERT_OK(log.waitDurable(lsn));
-    UNIT_ASSERT_OK(log.failure());
-    UNIT_ASSERT_OK(log.close());
+  LogOnFaults f(logOptions());
+  ASSERT_TRUE(f.opened);
+  // The file's writes: its allocation (fallocate counts as a write), then the
+  // preparer's first zeros, which fail. The ring's allocation is the one other write.
+  f.faults.fail({FaultIo::Op::kWrite, OpLog::fileName(1), 1, 1, EIO});
+  LogOp op{LogOpKind::kPut, "", "k", "v"};
+  ASSERT_NE(logOne(f.log, op), 0u);  // asks the preparer; nothing here writes out
+  for (int i = 0; i < 1000 && f.faults.calls(FaultIo::Op::kWrite) < 3; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  setIo(prev);
-  OpLog again;
-  UNIT_ASSERT_OK(again.open(dir.str(), logOptions()));
+  ASSERT_EQ(f.faults.calls(FaultIo::Op::kWrite), 3u);
+  uint64_t lsn = logOne(f.log, op);
+  UNIT_ASSERT_OK(f.log.waitDurable(lsn));
+  UNIT_ASSERT_OK(f.log.failure());
+  UNIT_ASSERT_OK(f.log.close());
+  OpLog again;  // through the fault layer, which has no rule left
+  UNIT_ASSERT_OK(again.open(f.dir.str(), logOptions()));
   ReplayInfo info;
   EXPECT_EQ(replayAll(again, 1, &info).size(), 2u);
 }
