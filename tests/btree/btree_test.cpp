@@ -897,7 +897,10 @@ std::vector<std::string> randomInsertKeys(int n, bool randomLetters) {
 class RandomInserts : public ::testing::TestWithParam<bool> {};
 
 TEST_P(RandomInserts, FillLeavesLikeATextbookTree) {
-  const int n = vmsunit::scaled(80000, 20000);
+  // Not scaled down in sanitizer builds: the shape is deterministic for these keys, and
+  // a smaller tree moves further from the textbook's either way by chance (20,000 keys:
+  // 463 leaves against 457).
+  const int n = 80000;
   std::vector<std::string> keys = randomInsertKeys(n, GetParam());
   vmstore::TreeShape s = loadShape(keys);
   // A textbook leaf of this page format: the header, then slots and whole keys and

@@ -670,7 +670,8 @@ TEST(OpLog, SyncLogIsZeroFilledAheadOfTheAppends) {
     OpLog log;
     UNIT_ASSERT_OK(log.open(dir.str(), o));
     UNIT_ASSERT_OK(log.startWriting(1));
-    LogOp op{LogOpKind::kPut, "", "k", std::string(1000, 'v')};
+    const std::string value(1000, 'v');  // outlives op, which only views it
+    LogOp op{LogOpKind::kPut, "", "k", value};
     uint64_t lsn = 0;
     for (int i = 0; i < 100; i++) lsn = logOne(log, op);
     UNIT_ASSERT_OK(log.waitDurable(lsn));
