@@ -99,4 +99,19 @@ int pwriteAll(int fd, const std::string& path, const void* buf, size_t n, uint64
   return 0;
 }
 
+int preadUpTo(int fd, const std::string& path, void* buf, size_t n, uint64_t off, size_t* got) {
+  char* p = static_cast<char*>(buf);
+  *got = 0;
+  while (*got < n) {
+    ssize_t r = io().pread(fd, path, p + *got, n - *got, off + *got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (r == 0) break;
+    *got += static_cast<size_t>(r);
+  }
+  return 0;
+}
+
 }  // namespace vmstore::internal

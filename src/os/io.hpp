@@ -62,6 +62,9 @@ int syncDataInTask(int fd, const std::string& path);
 // Writes all n bytes at off through io(), going on after a short write or EINTR. 0, or
 // the errno (ENOSPC when a write makes no progress).
 int pwriteAll(int fd, const std::string& path, const void* buf, size_t n, uint64_t off);
+// Reads up to n bytes at off through io(), going on after a short read or EINTR and
+// stopping at the end of the file: 0 (and *got, the bytes read), or the errno.
+int preadUpTo(int fd, const std::string& path, void* buf, size_t n, uint64_t off, size_t* got);
 
 Io& io();
 // Installs `backend` (nullptr: back to POSIX). Returns the previous one.

@@ -54,19 +54,6 @@ void fromRing(const uint8_t* ring, uint64_t ringBytes, uint64_t at, uint8_t* to,
   if (first < n) std::memcpy(to + first, ring, n - first);
 }
 
-// Reads up to n bytes at off, going on after short reads, stopping at the end of the
-// file: 0 and *got the bytes read, or the errno.
-int readUpTo(int fd, const std::string& path, uint8_t* buf, size_t n, uint64_t off, size_t* got) {
-  *got = 0;
-  while (*got < n) {
-    ssize_t r = io().pread(fd, path, buf + *got, n - *got, off + *got);
-    if (r < 0) return errno;
-    if (r == 0) break;
-    *got += static_cast<size_t>(r);
-  }
-  return 0;
-}
-
 uint64_t newSalt() {
   std::random_device rd;
   uint64_t s = (uint64_t{rd()} << 32) ^ rd() ^
@@ -133,15 +120,18 @@ Status OpLog::refuseForeign() const {
     // database's id marks the file as that database's.
     LogRecordHeader h;
     if (seg.fd < 0 || sizeOf(seg.fd) < sizeof(h)) continue;
-    ssize_t r = io().pread(seg.fd, seg.path, &h, sizeof(h), 0);
-    if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
-    if (static_cast<size_t>(r) != sizeof(h) || h.offset != 0 || static_cast<uint32_t>(h.salt) == databaseTag_) continue;
+    size_t got = 0;
+    if (int err = preadUpTo(seg.fd, seg.path, &h, sizeof(h), 0, &got); err != 0) {
+      return ioStatus("cannot read log " + seg.path, err);
+    }
+    if (got != sizeof(h) || h.offset != 0 || static_cast<uint32_t>(h.salt) == databaseTag_) continue;
     const uint64_t whole = sizeof(h) + uint64_t{h.length} + 8;  // with its padding
     if (h.length > kMaxCheckedRecord || sizeOf(seg.fd) < sizeof(h) + h.length) continue;
     std::vector<uint8_t> record(static_cast<size_t>(std::min(whole, sizeOf(seg.fd))));
-    r = io().pread(seg.fd, seg.path, record.data(), record.size(), 0);
-    if (r < 0) return ioStatus("cannot read log " + seg.path, errno);
-    record.resize(static_cast<size_t>(r));
+    if (int err = preadUpTo(seg.fd, seg.path, record.data(), record.size(), 0, &got); err != 0) {
+      return ioStatus("cannot read log " + seg.path, err);
+    }
+    record.resize(got);
     uint64_t salt = 0;
     size_t size = 0;
     std::vector<LogOp> ops;
@@ -175,7 +165,7 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
                                              ringBytes % kAllocationUnit == 0) {
     ring.resize(static_cast<size_t>(ringBytes));
     size_t got = 0;
-    if (int err = readUpTo(ring_.fd, ring_.path, ring.data(), ring.size(), 0, &got); err != 0) {
+    if (int err = preadUpTo(ring_.fd, ring_.path, ring.data(), ring.size(), 0, &got); err != 0) {
       return ioStatus("cannot read log " + ring_.path, err);
     }
     if (got < ring.size()) ring.clear();
@@ -191,7 +181,7 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
     window.resize(want);
     windowAt = off;
     size_t got = 0;
-    if (int err = readUpTo(seg.fd, seg.path, window.data(), want, off, &got); err != 0) {
+    if (int err = preadUpTo(seg.fd, seg.path, window.data(), want, off, &got); err != 0) {
       return ioStatus("cannot read log " + seg.path, err);
     }
     window.resize(got);
