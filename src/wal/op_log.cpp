@@ -456,7 +456,10 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
     // The ring holds the file's bytes from the written-out position on, each at its
     // offset modulo the ring's size.
     const uint64_t pending = end_ + size - writtenOff_.load(std::memory_order_acquire);
-    if (size <= ringRecord_ && pending <= ring_.bytes) {
+    if (failed_.load(std::memory_order_acquire)) {
+      // Failed: nothing more is stored. A failed cut left the interval before it in the
+      // ring only, and the ring starts over at a cut: this record would land on it.
+    } else if (size <= ringRecord_ && pending <= ring_.bytes) {
       toRing(ring_.base, ring_.bytes, end_ % ring_.bytes, record, size);
       halfFull = pending > ring_.bytes / 2;
     } else {

@@ -41,7 +41,10 @@
 // - A failed fdatasync or write-out is never retried: failure() reports it from then
 //   on, every waitDurable fails with it, and onSyncFailure (if set) is told once. A
 //   record whose direct write failed is not in the log: append() still returns its
-//   LSN, and failure() says so (the caller checks it after appending).
+//   LSN, and failure() says so (the caller checks it after appending). Once the log
+//   has failed, append() stores nothing (it still returns an LSN; failure() says so):
+//   after a cut whose write-out failed, the interval before it is in the ring only, and
+//   the next interval's records would be copied over it.
 // - replay(e) reads the records of epoch e from the start of its file, in order, up to
 //   the first record that is short, torn or not of this epoch and session (salt), and
 //   hands each record's operations to fn.

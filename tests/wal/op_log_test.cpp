@@ -567,6 +567,42 @@ TEST(OpLog, FailedWriteOutIsNeverRetried) {
   EXPECT_EQ(f.told, 1);
 }
 
+// A cut whose write-out of the interval before it fails fails the log, and that
+// interval's records then live only in the ring. A write that was already past the
+// database's check when the cut failed still appends after it, at the start of the next
+// interval: it must not store over them (the ring starts over at a cut), and it is not
+// acknowledged. Reopened, the interval before the cut replays whole.
+TEST(OpLog, AnAppendAfterAFailedCutKeepsTheRecordsOnlyTheRingHolds) {
+  Options o = logOptions(Durability::kAsync, 16ull << 20);
+  o.sync_interval_ms = 60000;  // nothing is written out but by the cut
+  {
+    LogOnFaults f(o);
+    ASSERT_TRUE(f.opened);
+    for (int i = 0; i < 3; i++) {
+      std::string k = "k" + std::to_string(i), v(40, static_cast<char>('a' + i));  // outlive the op's views
+      LogOp op{LogOpKind::kPut, "", k, v};
+      ASSERT_NE(logOne(f.log, op), 0u);
+    }
+    f.faults.fail({FaultIo::Op::kWrite, OpLog::fileName(1), 0, -1, EIO});
+    f.log.cut(2);
+    EXPECT_EQ(f.log.failure().code(), Status::Code::kIOError);
+    std::string lateValue(200, 'z');
+    LogOp late{LogOpKind::kPut, "", "late", lateValue};
+    ASSERT_NE(logOne(f.log, late), 0u);
+    EXPECT_EQ(f.log.failure().code(), Status::Code::kIOError) << "the late write is not acknowledged";
+    EXPECT_EQ(f.log.close().code(), Status::Code::kIOError);
+    f.faults.clearRules();
+    OpLog again;  // the directory lives as long as f
+    UNIT_ASSERT_OK(again.open(f.dir.str(), o));
+    ReplayInfo info;
+    auto recs = replayAll(again, 1, &info);
+    ASSERT_EQ(recs.size(), 3u);
+    for (int i = 0; i < 3; i++) {
+      EXPECT_EQ(recs[i][0], "1||k" + std::to_string(i) + "|" + std::string(40, static_cast<char>('a' + i)));
+    }
+  }
+}
+
 // The sync log's buffer gives its memory back behind the write-out: 64 MiB of records
 // flushed as they go leave the process's resident memory about where it was.
 TEST(OpLog, SyncLogBufferStaysSmall) {
