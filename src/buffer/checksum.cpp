@@ -35,8 +35,21 @@ __attribute__((target("sse4.2"))) uint32_t crcHardware(uint32_t crc, const unsig
     p += 8;
     len -= 8;
   }
+  // The rest (under 8 bytes) in at most three steps: 4, 2 and 1 bytes.
   uint32_t c32 = static_cast<uint32_t>(c);
-  while (len--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  if (len & 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    c32 = __builtin_ia32_crc32si(c32, v);
+    p += 4;
+  }
+  if (len & 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    c32 = __builtin_ia32_crc32hi(c32, v);
+    p += 2;
+  }
+  if (len & 1) c32 = __builtin_ia32_crc32qi(c32, *p);
   return c32;
 }
 
