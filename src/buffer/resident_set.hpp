@@ -2,6 +2,9 @@
 //
 // A fixed-size open-addressing hash table sized by the pool (not by storage), lock-free
 // insert and remove. It is not touched on a cache hit, only on a miss and on eviction.
+// Its memory is committed lazily (a VmArea, zero pages until written: a slot holds pid + 1,
+// so zero is empty), so a small database in a large pool does not pay for the whole
+// table at open.
 // Contract: a pid is inserted at most once before it is removed again (the caller holds
 // the page's exclusive lock while inserting or removing it).
 #pragma once
@@ -9,6 +12,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+
+#include "os/vm_area.hpp"
 
 namespace vmstore::internal {
 
@@ -26,26 +31,29 @@ class ResidentSet {
   void advanceClock(uint64_t count, Fn&& fn) {
     uint64_t start = hand_.fetch_add(count, std::memory_order_relaxed);
     for (uint64_t i = 0; i < count; i++) {
-      uint64_t pid = slots_[(start + i) & mask_].load(std::memory_order_relaxed);
-      if (pid != kEmpty && pid != kTombstone) fn(pid);
+      uint64_t v = slots_[(start + i) & mask_].load(std::memory_order_relaxed);
+      if (v != kEmpty && v != kTombstone) fn(v - 1);
     }
   }
   // Calls fn(pid) for every pid in the set.
   template <class Fn>
   void forEach(Fn&& fn) const {
     for (uint64_t i = 0; i <= mask_; i++) {
-      uint64_t pid = slots_[i].load(std::memory_order_relaxed);
-      if (pid != kEmpty && pid != kTombstone) fn(pid);
+      uint64_t v = slots_[i].load(std::memory_order_relaxed);
+      if (v != kEmpty && v != kTombstone) fn(v - 1);
     }
   }
 
  private:
-  static constexpr uint64_t kEmpty = ~0ull;
-  static constexpr uint64_t kTombstone = ~0ull - 1;
+  // A slot holds pid + 1 (pids stay far below ~0), or one of these.
+  static constexpr uint64_t kEmpty = 0;
+  static constexpr uint64_t kTombstone = ~0ull;
+  static uint64_t capacityFor(uint64_t maxResident);
   uint64_t slotOf(uint64_t pid) const;
 
-  std::unique_ptr<std::atomic<uint64_t>[]> slots_;
   uint64_t mask_;
+  VmArea area_;
+  std::atomic<uint64_t>* slots_;
   alignas(64) std::atomic<uint64_t> hand_{0};  // written by every eviction scan
 };
 

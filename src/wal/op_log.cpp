@@ -23,6 +23,7 @@ namespace {
 constexpr uint64_t kAllocationUnit = 64ull << 10;   // a file's capacity is a multiple of this
 constexpr uint64_t kFirstAllocation = 1ull << 20;  // an empty file's first allocation
 constexpr size_t kReadChunk = 1 << 20;
+constexpr size_t kFirstReadChunk = 64 << 10;
 constexpr size_t kStagedRecord = 64 << 10;  // records up to this are encoded in a per-thread buffer
 // The ring: a 16th of log_size, from 64 KiB to 4 MiB (the size of a cache, not of a
 // checkpoint interval), in whole 64 KiB.
@@ -159,31 +160,61 @@ RecordCheck OpLog::ringRecord(const std::vector<uint8_t>& ring, uint64_t off, ui
 Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const LogOp>)>& fn, ReplayInfo* info) {
   *info = {};
   const Segment& seg = segs_[epoch % 2];
-  // The ring, whole: the records the file does not hold yet (whole ring sizes only).
+  // The ring holds the records the file does not hold yet (whole ring sizes only). It is
+  // read whole once a record must come from it: when the header at that record's place
+  // in the ring is of that record (its offset and epoch). A log that ends where the file
+  // ends (a clean close, an empty log) does not read it.
+  const uint64_t ringBytes = sizeOf(ring_.fd);
+  const bool ringUsable = ringBytes >= kRingMin && ringBytes <= kRingMax && ringBytes % kAllocationUnit == 0;
   std::vector<uint8_t> ring;
-  if (uint64_t ringBytes = sizeOf(ring_.fd); ringBytes >= kRingMin && ringBytes <= kRingMax &&
-                                             ringBytes % kAllocationUnit == 0) {
+  auto ringHolds = [&](uint64_t off, bool* holds) -> Status {
+    *holds = false;
+    if (!ringUsable) return Status::OK();
+    if (!ring.empty()) {
+      *holds = true;
+      return Status::OK();
+    }
+    LogRecordHeader h;
+    auto* to = reinterpret_cast<uint8_t*>(&h);
+    const uint64_t at = off % ringBytes;
+    const size_t first = static_cast<size_t>(std::min<uint64_t>(sizeof(h), ringBytes - at));
+    size_t got = 0, got2 = 0;
+    int err = preadUpTo(ring_.fd, ring_.path, to, first, at, &got);
+    if (err == 0 && got == first && first < sizeof(h)) err = preadUpTo(ring_.fd, ring_.path, to + first, sizeof(h) - first, 0, &got2);
+    if (err != 0) return ioStatus("cannot read log " + ring_.path, err);
+    info->readBytes += got + got2;
+    if (got + got2 < sizeof(h) || h.offset != off || h.epoch != epoch) return Status::OK();
     ring.resize(static_cast<size_t>(ringBytes));
-    size_t got = 0;
-    if (int err = preadUpTo(ring_.fd, ring_.path, ring.data(), ring.size(), 0, &got); err != 0) {
+    got = 0;
+    if (err = preadUpTo(ring_.fd, ring_.path, ring.data(), ring.size(), 0, &got); err != 0) {
       return ioStatus("cannot read log " + ring_.path, err);
     }
-    if (got < ring.size()) ring.clear();
-  }
+    info->readBytes += got;
+    if (got < ring.size()) {
+      ring.clear();
+      return Status::OK();
+    }
+    *holds = true;
+    return Status::OK();
+  };
   std::vector<uint8_t> fromRingRecord;
   uint64_t size = sizeOf(seg.fd);
   std::vector<uint8_t> window;  // file bytes [windowAt, windowAt + window.size())
   uint64_t windowAt = 0;
+  // Reads grow from kFirstReadChunk to kReadChunk: an empty log reads little.
+  size_t readChunk = kFirstReadChunk;
   // Makes [off, off + n) available in the window (fewer bytes at the end of the file).
   auto load = [&](uint64_t off, size_t n) -> Status {
     if (off >= windowAt && off + n <= windowAt + window.size()) return Status::OK();
-    size_t want = static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(n, kReadChunk), size - std::min(off, size)));
+    size_t want = static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(n, readChunk), size - std::min(off, size)));
+    readChunk = std::min(kReadChunk, readChunk * 2);
     window.resize(want);
     windowAt = off;
     size_t got = 0;
     if (int err = preadUpTo(seg.fd, seg.path, window.data(), want, off, &got); err != 0) {
       return ioStatus("cannot read log " + seg.path, err);
     }
+    info->readBytes += got;
     window.resize(got);
     return Status::OK();
   };
@@ -206,7 +237,12 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
         c = decodeRecord(at, &salt, off, epoch, &recSize, &ops);
       }
     }
-    if (c != RecordCheck::kValid && !ring.empty()) {
+    bool inRing = false;
+    if (c != RecordCheck::kValid) {
+      s = ringHolds(off, &inRing);
+      if (!s.ok()) return s;
+    }
+    if (inRing) {
       c = ringRecord(ring, off, epoch, &salt, &fromRingRecord, &recSize, &ops);
       if (c == RecordCheck::kValid && databaseTag_ != 0 && static_cast<uint32_t>(salt) != databaseTag_) {
         return foreign(ring_.path);

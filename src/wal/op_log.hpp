@@ -47,7 +47,9 @@
 //   the next interval's records would be copied over it.
 // - replay(e) reads the records of epoch e from the start of its file, in order, up to
 //   the first record that is short, torn or not of this epoch and session (salt), and
-//   hands each record's operations to fn.
+//   hands each record's operations to fn. It reads what it replays and little more: the
+//   file in chunks growing from 64 KiB, and the ring only once a record must come from
+//   it (a log that ends in its file, as after a clean close, reads one ring header).
 // - setDatabaseId(id), before replay and startWriting, binds the log to its database:
 //   every session's salt carries the id's low 32 bits, and replay refuses (Corruption)
 //   a file whose records are whole and of the right epoch but carry another database's
@@ -80,7 +82,8 @@ namespace vmstore::internal {
 struct ReplayInfo {
   uint64_t records = 0;
   uint64_t operations = 0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;      // of the records replayed
+  uint64_t readBytes = 0;  // read from the log's files to find them
 };
 
 class OpLog {

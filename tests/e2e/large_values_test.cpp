@@ -67,13 +67,6 @@ uint64_t fileBytes(const std::string& path) {
   return f ? static_cast<uint64_t>(f.tellg()) : 0;
 }
 
-uint64_t residentBytes() {
-  std::ifstream f("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  f >> size >> resident;
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 TEST(LargeValues, ModelFromZeroBytesTo64MiBAcrossReopenAndEviction) {
   const size_t maxLen = scaled<size_t>(64 << 20, 8 << 20);
   // A value may take half the pool: just over twice the largest.

@@ -350,6 +350,7 @@ class KeyGen {
 
 // A value length: mostly small, some medium, some large (up to a page's worth).
 using vmsunit::kOnePageValue;
+using vmsunit::residentBytes;
 inline size_t randomValueLen(Rng& rng, size_t max_len = kOnePageValue) {
   uint64_t r = rng.uniform(0, 99);
   size_t n;

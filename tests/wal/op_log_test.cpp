@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -158,6 +159,39 @@ TEST(OpLog, AppendedRecordsReplayInOrderAfterReopen) {
   // Another epoch's view of the same file: nothing.
   EXPECT_TRUE(replayAll(log, 4, &info).empty());
   EXPECT_TRUE(replayAll(log, 2, &info).empty());
+}
+
+// A log whose records are all in its file (flushed, then closed) replays them reading
+// about what they take: the file in small first chunks, and of the ring (4 MiB with the
+// default log_size) only the header where the next record would be. The open of a
+// database after a clean close goes this way.
+TEST(OpLog, ReplayOfALogThatEndsInItsFileReadsLittleMore) {
+  ScratchDir dir;
+  const Options o = logOptions(Durability::kSync, Options{}.log_size);
+  uint64_t appended = 0;
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), o));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    for (int i = 0; i < 20; i++) {
+      std::string k = "k" + std::to_string(i), v(100, 'v');
+      LogOp op{LogOpKind::kPut, "", k, v};
+      ASSERT_NE(logOne(log, op), 0u);
+    }
+    UNIT_ASSERT_OK(log.flush());
+    appended = log.bytes();
+    UNIT_ASSERT_OK(log.close());
+  }
+  ASSERT_EQ(std::filesystem::file_size(dir.path() / OpLog::ringFileName()), 4u << 20) << "the default ring";
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), o));
+  ReplayInfo info;
+  ASSERT_EQ(replayAll(log, 1, &info).size(), 20u);
+  EXPECT_EQ(info.bytes, appended);
+  EXPECT_LE(info.readBytes, (64u << 10) + sizeof(LogRecordHeader)) << "the whole ring or a large window was read";
+  ReplayInfo other;  // an interval the file does not hold
+  EXPECT_TRUE(replayAll(log, 2, &other).empty());
+  EXPECT_LE(other.readBytes, (64u << 10) + sizeof(LogRecordHeader));
 }
 
 TEST(OpLog, CutMovesToTheOtherFileAndNeverReplaysAnOldIntervalOrSession) {
@@ -606,31 +640,24 @@ TEST(OpLog, AnAppendAfterAFailedCutKeepsTheRecordsOnlyTheRingHolds) {
 // The sync log's buffer gives its memory back behind the write-out: 64 MiB of records
 // flushed as they go leave the process's resident memory about where it was.
 TEST(OpLog, SyncLogBufferStaysSmall) {
-  auto residentBytes = [] {
-    long pages = 0, resident = 0;
-    FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0L;
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-    return resident * sysconf(_SC_PAGESIZE);
-  };
+  using vmsunit::residentBytes;
   ScratchDir dir;
   OpLog log;
   UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kSync, 256ull << 20)));
   UNIT_ASSERT_OK(log.startWriting(1));
   std::string v(60000, 'x');
   LogOp op{LogOpKind::kPut, "", "k", v};
-  long before = residentBytes();
-  long peak = before;
+  const int64_t before = static_cast<int64_t>(residentBytes());
+  int64_t peak = before;
   for (int i = 0; i < 1100; i++) {  // about 64 MiB
     uint64_t lsn = logOne(log, op);
     ASSERT_NE(lsn, 0u);
     if (i % 16 == 15) UNIT_ASSERT_OK(log.waitDurable(lsn));
-    peak = std::max(peak, residentBytes());
+    peak = std::max(peak, static_cast<int64_t>(residentBytes()));
   }
   UNIT_ASSERT_OK(log.flush());
 #if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer's shadow memory grows with what is written
-  EXPECT_LT(peak - before, 16L << 20) << "resident memory grew with the log";
+  EXPECT_LT(peak - before, int64_t{16} << 20) << "resident memory grew with the log";
 #endif
   EXPECT_GT(log.bytes(), 60ull << 20);
   UNIT_ASSERT_OK(log.close());
