@@ -104,12 +104,6 @@ void removeOwnDir(const std::string& dir) {
   if (!dir.empty()) fs::remove_all(dir, ec);
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
 class CheckpointLatency : public MicroBenchmark {
  public:
   JsonFields run(const RunOptions& opts, std::ostream& out) override {
