@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "buffer/buffer_manager.hpp"
+#include "os/memory.hpp"
 #include "os/data_file.hpp"
 #include "policy/registry.hpp"
 #include "scratch_registry.hpp"
@@ -42,15 +42,8 @@ namespace vmsunit {
 
 namespace fs = std::filesystem;
 
-// The process's resident memory in bytes (/proc/self/statm), 0 if unreadable.
-inline uint64_t residentBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
+// The process's resident memory (os/memory.hpp).
+using vmstore::internal::residentBytes;
 
 // `size` bytes of address space that read as zeros and take no memory until written:
 // for passing lengths beyond the limits (which must be refused unread) without

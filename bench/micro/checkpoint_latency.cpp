@@ -7,19 +7,17 @@
 // checkpoint writes stay few and the cut's wait shows), while the main thread runs one
 // checkpoint after another for --seconds (default 2 s per count).
 //
-// Database: --dir (default a fresh temporary directory, removed afterwards), the
-// durability of --durability (default none: only the checkpoints write), pool --pool
-// (default 256 MiB), --data keys (default 10,000).
+// Database: --dir (missing or empty; default a fresh temporary directory, removed
+// afterwards), the durability of --durability (default none: only the checkpoints
+// write), pool --pool (default 256 MiB), --data keys (default 10,000).
 //
 // CSV: threads,checkpoints,p50_ms,p99_ms,max_ms,cut_wait_avg_ms,puts_per_s (the cut's
 // wait: Stats::checkpoint_cut_wait_us over checkpoint_cuts). JSON: the largest thread
 // count's p99_ms, max_ms, cut_wait_avg_ms and puts per second, and the longest cut
 // wait of the whole run (cut_wait_max_ms).
-#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -27,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "../bench_dir.hpp"
 #include "../engine.hpp"
 #include "micro_util.hpp"
 #include "vmstore/database.hpp"
@@ -34,7 +33,6 @@
 namespace vmstore::bench::micro {
 namespace {
 
-namespace fs = std::filesystem;
 
 constexpr uint64_t kDefaultPool = 256ull << 20;
 constexpr uint64_t kDefaultKeys = 10000;
@@ -99,11 +97,6 @@ Result runConfig(Database& db, Tree* tree, unsigned threads, uint64_t keys, doub
 
 double cutWaitAvgMs(const Result& r) { return r.cuts == 0 ? 0 : static_cast<double>(r.cutWaitUs) / r.cuts / 1e3; }
 
-void removeOwnDir(const std::string& dir) {
-  std::error_code ec;
-  if (!dir.empty()) fs::remove_all(dir, ec);
-}
-
 class CheckpointLatency : public MicroBenchmark {
  public:
   JsonFields run(const RunOptions& opts, std::ostream& out) override {
@@ -111,17 +104,11 @@ class CheckpointLatency : public MicroBenchmark {
     const unsigned threadsMax = std::max(1u, opts.threads);
     const uint64_t keys = opts.data != 0 ? opts.data : kDefaultKeys;
     const uint64_t pool = poolBytes(opts, kDefaultPool);
-    std::string dir = opts.dir;
-    std::string ownDir;
-    if (dir.empty()) {
-      std::string tmpl = (fs::temp_directory_path() / "vmstore-checkpoint-latency-XXXXXX").string();
-      if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("checkpoint-latency: mkdtemp failed");
-      dir = ownDir = tmpl;
-    }
+    const BenchDir dir(opts.dir, false);
     JsonFields f;
-    try {
+    {
       std::unique_ptr<Database> db;
-      check(Database::open(dir,
+      check(Database::open(dir.path(),
                            "pool_size=" + std::to_string(pool) + ",durability=" + durabilityName(opts.durability),
                            &db),
             "open");
@@ -146,11 +133,7 @@ class CheckpointLatency : public MicroBenchmark {
       f.emplace_back("cut_wait_avg_ms", jsonNumber(cutWaitAvgMs(last), 3));
       f.emplace_back("cut_wait_max_ms", jsonNumber(cutWaitMaxMs, 3));
       f.emplace_back("puts_per_s", jsonNumber(static_cast<double>(last.puts) / last.seconds, 0));
-    } catch (...) {
-      removeOwnDir(ownDir);
-      throw;
     }
-    removeOwnDir(ownDir);
     return f;
   }
 };

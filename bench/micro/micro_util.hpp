@@ -1,5 +1,5 @@
 // Helpers shared by the micro-benchmarks (page-access, vm-alloc, read-io, ...): clocks, a
-// xorshift generator, percentiles, the resident memory, hardware counters through
+// xorshift generator, percentiles, scratch directories, hardware counters through
 // perf_event_open, the TLB shootdown count of /proc/interrupts, thread ladders and
 // JSON/CSV formatting.
 //
@@ -167,16 +167,6 @@ inline double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-// The process's resident memory in bytes (/proc/self/statm), 0 where unreadable.
-inline uint64_t residentBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
 inline std::string fmtNumber(double v, int precision = 3) {

@@ -5,22 +5,22 @@
 // again. Each open, put and close is timed, and the process's resident memory is read
 // right after each open (its growth over the memory before the open).
 //
-// Database: --dir (default a fresh temporary directory, removed afterwards), --pool
+// Database: --dir (missing or empty; default a fresh temporary directory, removed
+// afterwards), --pool
 // (default vmstore's own, 1 GiB), --durability (default none, as for every benchmark;
 // the library's and the CLI's default is sync), --vmstore-config.
 //
 // CSV: one row, opens,open_p50_ms,open_p99_ms,put_p50_ms,close_p50_ms,close_p99_ms,
 // rss_open_max_mib. JSON: the same fields.
-#include <stdlib.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../bench_dir.hpp"
 #include "../engine.hpp"
 #include "micro_util.hpp"
 #include "vmstore/database.hpp"
@@ -28,7 +28,6 @@
 namespace vmstore::bench::micro {
 namespace {
 
-namespace fs = std::filesystem;
 
 constexpr uint64_t kDefaultKeys = 1000;
 
@@ -46,15 +45,10 @@ class OpenLatency : public MicroBenchmark {
     std::string config = "durability=" + std::string(durabilityName(opts.durability));
     if (const uint64_t pool = poolBytes(opts, 0); pool != 0) config += ",pool_size=" + std::to_string(pool);
     if (!opts.vmstoreConfig.empty()) config += "," + opts.vmstoreConfig;
-    std::string dir = opts.dir;
-    std::string ownDir;
-    if (dir.empty()) {
-      std::string tmpl = (fs::temp_directory_path() / "vmstore-open-latency-XXXXXX").string();
-      if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("open-latency: mkdtemp failed");
-      dir = ownDir = tmpl;
-    }
+    const BenchDir bench(opts.dir, false);
+    const std::string& dir = bench.path();
     JsonFields f;
-    try {
+    {
       const std::string value(100, 'v');
       {
         std::unique_ptr<Database> db;
@@ -69,12 +63,13 @@ class OpenLatency : public MicroBenchmark {
       std::string got;
       const double t0 = nowSeconds();
       for (uint64_t round = 0; nowSeconds() - t0 < seconds; round++) {
-        const uint64_t rss0 = residentBytes();
+        const uint64_t rss0 = internal::residentBytes();
         double s = nowSeconds();
         std::unique_ptr<Database> db;
         check(Database::open(dir, config, &db), "open");
         openMs.push_back((nowSeconds() - s) * 1e3);
-        rssMax = std::max(rssMax, residentBytes() - std::min(residentBytes(), rss0));
+        const uint64_t rss1 = internal::residentBytes();
+        rssMax = std::max(rssMax, rss1 - std::min(rss1, rss0));
         Tree* tree = nullptr;
         check(db->openTree("", false, &tree), "openTree");
         const std::string key = keyOf(round % keys);
@@ -100,13 +95,7 @@ class OpenLatency : public MicroBenchmark {
       f.emplace_back("close_p50_ms", jsonNumber(percentile(closeMs, 0.5), 3));
       f.emplace_back("close_p99_ms", jsonNumber(percentile(closeMs, 0.99), 3));
       f.emplace_back("rss_open_max_mib", jsonNumber(rssMiB, 1));
-    } catch (...) {
-      std::error_code ec;
-      if (!ownDir.empty()) fs::remove_all(ownDir, ec);
-      throw;
     }
-    std::error_code ec;
-    if (!ownDir.empty()) fs::remove_all(ownDir, ec);
     return f;
   }
 };

@@ -63,6 +63,13 @@ uint64_t usableMemoryBytes() {
   return best;
 }
 
+uint64_t residentBytes() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 std::optional<uint64_t> tlbShootdowns() {
   std::ifstream in("/proc/interrupts");
   if (!in) return std::nullopt;

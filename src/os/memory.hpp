@@ -8,6 +8,8 @@
 // - tlbShootdowns(): TLB shootdown interrupts received by all CPUs of this machine since
 //   boot (the "TLB:" row of /proc/interrupts, every process's), or nothing where the row
 //   is missing (other architectures, a restricted /proc).
+// - residentBytes(): this process's resident memory now (/proc/self/statm), 0 where it
+//   cannot be read.
 // - transparentHugePagesOn(): false where the kernel has transparent huge pages off
 //   ("[never]" in /sys/kernel/mm/transparent_hugepage/enabled) or lacks them. Read once.
 #pragma once
@@ -28,6 +30,8 @@ struct ProcCgroupLine {
 bool parseProcCgroupLine(const std::string& line, ProcCgroupLine* out);
 
 std::optional<uint64_t> tlbShootdowns();
+
+uint64_t residentBytes();
 
 bool transparentHugePagesOn();
 
