@@ -2,16 +2,15 @@
 //
 // A fixed-size open-addressing hash table sized by the pool (not by storage), lock-free
 // insert and remove. It is not touched on a cache hit, only on a miss and on eviction.
-// Its memory is committed lazily (a VmArea, zero pages until written: a slot holds pid + 1,
-// so zero is empty), so a small database in a large pool does not pay for the whole
-// table at open.
+// Its memory is committed lazily (a VmArea, zero pages until written: a slot holds
+// pid + 1, so zero is empty), so a small database in a large pool does not pay for the
+// whole table at open.
 // Contract: a pid is inserted at most once before it is removed again (the caller holds
 // the page's exclusive lock while inserting or removing it).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 
 #include "os/vm_area.hpp"
 

@@ -180,7 +180,9 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
     const size_t first = static_cast<size_t>(std::min<uint64_t>(sizeof(h), ringBytes - at));
     size_t got = 0, got2 = 0;
     int err = preadUpTo(ring_.fd, ring_.path, to, first, at, &got);
-    if (err == 0 && got == first && first < sizeof(h)) err = preadUpTo(ring_.fd, ring_.path, to + first, sizeof(h) - first, 0, &got2);
+    if (err == 0 && got == first && first < sizeof(h)) {  // the header wraps at the ring's end
+      err = preadUpTo(ring_.fd, ring_.path, to + first, sizeof(h) - first, 0, &got2);
+    }
     if (err != 0) return ioStatus("cannot read log " + ring_.path, err);
     info->readBytes += got + got2;
     if (got + got2 < sizeof(h) || h.offset != off || h.epoch != epoch) return Status::OK();
