@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "buffer/buffer_manager.hpp"
-#include "os/memory.hpp"
 #include "os/data_file.hpp"
+#include "os/memory.hpp"
 #include "policy/registry.hpp"
 #include "scratch_registry.hpp"
 
