@@ -9,7 +9,7 @@
 //   boot (the "TLB:" row of /proc/interrupts, every process's), or nothing where the row
 //   is missing (other architectures, a restricted /proc).
 // - residentBytes(): this process's resident memory now (/proc/self/statm), 0 where it
-//   cannot be read.
+//   cannot be read. It allocates nothing.
 // - transparentHugePagesOn(): false where the kernel has transparent huge pages off
 //   ("[never]" in /sys/kernel/mm/transparent_hugepage/enabled) or lacks them. Read once.
 #pragma once
