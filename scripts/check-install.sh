@@ -4,7 +4,8 @@
 #   2. a C program built with pkg-config (shared and static) runs;
 #   3. a C++ CMake project using find_package(vmstore) (vmstore::vmstore and
 #      vmstore::vmstore_static) builds and runs;
-#   4. the installed CLI starts.
+#   4. the installed CLI starts, stores and reads a key, and runs `vmstore bench --help`
+#      (bin/vmstore-bench, installed beside it).
 # Usage: scripts/check-install.sh [BUILD_DIR]   (default build/release)
 set -euo pipefail
 
@@ -144,6 +145,17 @@ if [[ -f "${build_dir}/vmstore" ]]; then
   rc=$?
   set -e
   (( rc < 124 )) || fail "bin/vmstore --help died or hung (status ${rc})"
+  timeout 60 "${prefix}/bin/vmstore" put "${work}/cli_db" key value >/dev/null ||
+    fail "bin/vmstore put"
+  [[ "$(timeout 60 "${prefix}/bin/vmstore" get "${work}/cli_db" key)" == value ]] ||
+    fail "bin/vmstore get did not return what put stored"
+  if [[ -f "${build_dir}/vmstore-bench" ]]; then
+    # `vmstore bench` runs bin/vmstore-bench, installed beside it.
+    [[ -x "${prefix}/bin/vmstore-bench" ]] || fail "bin/vmstore-bench not installed"
+    help=$(timeout 60 "${prefix}/bin/vmstore" bench --help 2>&1) || true
+    [[ "${help}" == *"usage: vmstore bench"* ]] ||
+      fail "bin/vmstore bench --help did not run bin/vmstore-bench: ${help}"
+  fi
 fi
 
 step "ok"

@@ -1,8 +1,17 @@
 // vmstore: the command-line tool of the vmstore storage engine. Dispatches to commands.
+//
+// Built twice (CMakeLists.txt): as `vmstore-bench` with every command (VMSTORE_WITH_BENCH),
+// and as `vmstore` without the benchmark engines, whose `bench` and `sim` exec
+// VMSTORE_BENCH_EXE from the directory `vmstore` itself is in, with the same arguments.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli.hpp"
 
@@ -10,6 +19,32 @@ namespace {
 
 using vmstore::cli::Failure;
 using vmstore::cli::UsageError;
+
+#if defined(VMSTORE_BENCH_EXE) && !defined(VMSTORE_WITH_BENCH)
+// `vmstore bench ...` and `vmstore sim ...`: replaces this process by
+// `DIR/vmstore-bench bench|sim ...`, DIR being where this executable is. Returns only
+// by throwing.
+int execBenchTool(int argc, char** argv) {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw Failure(vmstore::cli::kExitFailure, "cannot find this executable (/proc/self/exe)");
+  std::string path(self, static_cast<size_t>(n));
+  path.resize(path.rfind('/') + 1);
+  path += VMSTORE_BENCH_EXE;
+  std::vector<char*> args(argv, argv + argc);
+  args[0] = path.data();
+  args.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(path.c_str(), args.data());
+  throw Failure(vmstore::cli::kExitFailure,
+                "cannot run " + path + ": " + std::strerror(errno) +
+                    " (it is built and installed beside vmstore unless the build had "
+                    "VMSTORE_BUILD_BENCH=OFF)");
+}
+#define VMSTORE_BENCH_RUN(f) execBenchTool
+#else
+#define VMSTORE_BENCH_RUN(f) f
+#endif
 
 struct Command {
   const char* name;
@@ -34,7 +69,7 @@ const Command kCommands[] = {
     {"demo", "demo [--dir=DIR] [--pool=SIZE] [--data=N] [--threads=N]",
      "load ~10x the pool, read it all back, verify (default ./vmstore-demo, 16M)",
      vmstore::cli::cmdDemo},
-#ifdef VMSTORE_WITH_BENCH
+#if defined(VMSTORE_WITH_BENCH) || defined(VMSTORE_BENCH_EXE)
     {"bench",
      "bench WORKLOAD [--engine=E] [--threads=N] [--data=N] [--pool=SIZE] [--seconds=S] "
      "[--dir=DIR] [--csv=FILE] [--check] [--distribution=zipfian|uniform] "
@@ -46,10 +81,10 @@ const Command kCommands[] = {
      "  vmstore bench policies [--workloads=W,...] [--policies=all|P,...] [--pools=5,10,25,50]",
      "benchmarks: lookup, scan, ycsb-a..f, tpcc, micro-benchmarks, large values on five "
      "engines ('bench --help')",
-     vmstore::cli::cmdBench},
+     VMSTORE_BENCH_RUN(vmstore::cli::cmdBench)},
     {"sim", "sim TRACE [--policy=all|P,...] [--pool=5%,10%,25%,50% | PAGES | SIZE] [--batch=N] [--skip=N|P%] [--json] [--list-policies]",
      "replay a page-reference trace (config trace=FILE) through replacement policies and OPT",
-     vmstore::cli::cmdSim},
+     VMSTORE_BENCH_RUN(vmstore::cli::cmdSim)},
 #endif
 };
 
