@@ -41,11 +41,11 @@ struct Result {
   std::string command;
 };
 
-// Runs the CLI with `args`, capturing stdout and stderr.
-Result cli(const std::vector<std::string>& args) {
+// Runs the CLI (or the executable `exe`) with `args`, capturing stdout and stderr.
+Result cli(const std::vector<std::string>& args, const std::string& exe = VMSTORE_CLI_PATH) {
   Result r;
   fs::path err_file = tmpRoot() / ("cli_stderr_" + std::to_string(getpid()) + ".txt");
-  std::string cmd = shellQuote(VMSTORE_CLI_PATH);
+  std::string cmd = shellQuote(exe);
   for (const std::string& a : args) cmd += " " + shellQuote(a);
   r.command = cmd;
   cmd += " 2>" + shellQuote(err_file.string()) + " </dev/null";
@@ -316,6 +316,34 @@ TEST_F(CliTest, CheckHealthyAndCorrupted) {
   r = cli({"check", dir_});
   EXPECT_NE(r.code, 0) << "check of a corrupted database must fail: " << describe(r);
   EXPECT_NE(r.code, -1) << "the CLI crashed: " << describe(r);
+}
+
+// `vmstore bench` and `vmstore sim` run vmstore-bench from the CLI's own directory
+// (tools/main.cpp); a CLI copied away from it says so.
+TEST_F(CliTest, BenchRunsTheBenchToolBesideTheCli) {
+#ifndef VMSTORE_WITH_BENCH
+  GTEST_SKIP() << "this build has no benchmarks (VMSTORE_BUILD_BENCH=OFF), so no bench or sim command";
+#else
+  Result r = cli({"bench", "--help"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("usage: vmstore bench"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("tpcc"), std::string::npos) << describe(r);
+  fs::path alone = fs::path(dir_) / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(VMSTORE_CLI_PATH, alone / "vmstore");
+  const std::string copied = (alone / "vmstore").string();
+  for (const char* command : {"bench", "sim"}) {
+    r = cli({command, "lookup"}, copied);
+    EXPECT_EQ(r.code, 1) << describe(r);
+    EXPECT_NE(r.err.find("vmstore-bench"), std::string::npos) << describe(r);
+  }
+  // The commands that need no benchmark engine still work there.
+  r = cli({"put", (fs::path(dir_) / "db").string(), "k", "v"}, copied);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  r = cli({"get", (fs::path(dir_) / "db").string(), "k"}, copied);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(trimNewline(r.out), "v") << describe(r);
+#endif
 }
 
 }  // namespace
