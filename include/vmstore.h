@@ -233,6 +233,16 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
  * - vms_read calls fn(ctx, value, vlen) once with the value in place, held shared for
  *   the call (the rules above apply inside fn); a nonzero return of fn is returned as
  *   is. VMS_NOTFOUND (fn not called) when absent.
+ * - vms_read_optimistic calls fn(ctx, value, vlen) with the value in place while
+ *   holding nothing (no writer waits for it; no atomic operation on the value's page),
+ *   then checks that no write or eviction changed the value meanwhile, and if one did,
+ *   calls fn again. Only the last call saw the current value; its return is returned
+ *   (nonzero as is). So fn may run more than once, and a call that is repeated may see
+ *   bytes that were never the value (torn, or zeros): fn must check every length or
+ *   offset it reads from them against vlen, recompute all it keeps on each call, keep
+ *   no pointer into value, be short, and not call this database (a value that is not
+ *   resident is read in and held shared for one call, as vms_read holds it).
+ *   VMS_NOTFOUND (fn not called) when absent.
  * - vms_get_range copies bytes [offset, offset + cap) of the value (fewer at its end)
  *   into buf, sets *copied to how many and *vlen to the value's whole length; only that
  *   range is copied. An offset at or past the end copies nothing. It reads through a
@@ -249,6 +259,7 @@ int vms_get_view(vms_tree* t, const void* key, size_t klen, vms_view** view, con
 void vms_view_release(vms_view* view);
 typedef int (*vms_read_fn)(void* ctx, const void* value, size_t vlen);
 int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx);
+int vms_read_optimistic(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx);
 int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void* buf, size_t cap, size_t* copied,
                   size_t* vlen);
 /* Zero-copy scan: calls fn(ctx, key, klen, value, vlen) for each entry with key >= start

@@ -116,6 +116,8 @@ struct ZeroCopyResult {
   double getSmallNs = 0;   // get of an 8-byte value (a copy)
   double viewSmallNs = 0;  // getView + read 8 bytes + release, an 8-byte value
   double getLargeNs = 0;   // get (a copy) of the large value
+  double optLargeNs = 0;   // readOptimistic reading 8 bytes, the large value
+  double optSmallNs = 0;   // readOptimistic reading 8 bytes, an 8-byte value
 };
 
 ZeroCopyResult runZeroCopy(const ZeroCopySpec& spec);

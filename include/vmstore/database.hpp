@@ -112,6 +112,30 @@ class Tree {
   // value_view.hpp apply while fn runs); an exception from fn propagates after the value
   // is let go. NotFound (fn not called) when absent.
   Status read(std::string_view key, const std::function<void(std::string_view)>& fn) const;
+  // Optimistic zero-copy read: calls fn(ctx, value) with the value in place while holding
+  // nothing (no atomic operation on the value's page, so no writer ever waits for it),
+  // then checks that nothing changed the value meanwhile; if something did (a write of
+  // that key or of its leaf, an eviction), fn runs again. The last run saw the value as
+  // it was when that run ended; the others are to be discarded. So:
+  // - fn may run more than once, and a run that is repeated may see bytes that were never
+  //   the value (torn by a concurrent write, or zeros). Treat them as untrusted: check
+  //   every length or offset read from them against value.size(), recompute on each run
+  //   all that a run keeps (only the last run's result counts), and keep no pointer
+  //   into value.
+  // - fn must be short and must not call this database (a run holds nothing, but a value
+  //   that is not resident is read in and held shared for one run, as read() holds it).
+  // - An exception from the last run propagates (those of repeated runs are dropped).
+  // NotFound (fn not run) when absent; InvalidArgument for a null fn.
+  using ReadFn = void (*)(void* ctx, std::string_view value);
+  Status readOptimistic(std::string_view key, ReadFn fn, void* ctx) const;
+  // The same with any callable void(std::string_view), not copied.
+  template <class Fn>
+  Status readOptimistic(std::string_view key, Fn&& fn) const {
+    return readOptimistic(
+        key,
+        [](void* f, std::string_view value) { (*static_cast<std::remove_reference_t<Fn>*>(f))(value); },
+        const_cast<void*>(static_cast<const void*>(std::addressof(fn))));
+  }
   // Copies the bytes [offset, offset + buf.size()) of the value (fewer at its end) into
   // buf: *copied says how many, *vlen the value's whole length. An offset at or past the
   // end copies nothing. Only that range is copied, whatever the value's size. It reads

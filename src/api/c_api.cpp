@@ -184,6 +184,17 @@ int vms_read(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ct
   });
 }
 
+int vms_read_optimistic(vms_tree* t, const void* key, size_t klen, vms_read_fn fn, void* ctx) {
+  if (t == nullptr || key == nullptr || fn == nullptr) return invalid("vms_read_optimistic: tree, key or fn is NULL");
+  return noThrow([&] {
+    int rc = 0;  // of the last run: the one that saw the current value
+    Status st = asTree(t)->readOptimistic(bytes(key, klen),
+                                          [&](std::string_view value) { rc = fn(ctx, value.data(), value.size()); });
+    if (!st.ok()) return report(st);
+    return rc;
+  });
+}
+
 int vms_get_range(vms_tree* t, const void* key, size_t klen, size_t offset, void* buf, size_t cap, size_t* copied,
                   size_t* vlen) {
   if (t == nullptr || key == nullptr || copied == nullptr || vlen == nullptr) {

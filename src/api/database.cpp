@@ -135,6 +135,10 @@ Status Tree::read(std::string_view key, const std::function<void(std::string_vie
   return st;
 }
 
+Status Tree::readOptimistic(std::string_view key, ReadFn fn, void* ctx) const {
+  return impl_->db->readOptimistic(impl_, key, fn, ctx);
+}
+
 Status Tree::getRange(std::string_view key, size_t offset, std::span<std::byte> buf, size_t* copied,
                       size_t* vlen) const {
   if (copied == nullptr || vlen == nullptr) return Status::InvalidArgument("getRange: copied or vlen is null");

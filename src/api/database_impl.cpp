@@ -1079,6 +1079,32 @@ Status DatabaseImpl::getView(TreeImpl* t, std::string_view key, uint64_t* pinned
   return st;
 }
 
+Status DatabaseImpl::readOptimistic(TreeImpl* t, std::string_view key, Tree::ReadFn fn, void* ctx) {
+  if (fn == nullptr) return Status::InvalidArgument("the read function is null");
+  Status st = validateKey(key);
+  if (!st.ok()) return st;
+  // What the last run of fn threw: a run that is repeated may have thrown on torn bytes,
+  // so each run starts over, and only the validated one's exception reaches the caller.
+  std::exception_ptr thrown;
+  {
+    CallGate::Pass pass(gate_);
+    if (!pass) return closedStatus();
+    st = guarded([&] {
+      bool found = t->btree.readOptimistic(asBytes(key), [&](Bytes value) {
+        thrown = nullptr;
+        try {
+          fn(ctx, std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
+        } catch (...) {
+          thrown = std::current_exception();
+        }
+      });
+      return found ? Status::OK() : Status::NotFound();
+    });
+  }
+  if (thrown && st.ok()) std::rethrow_exception(thrown);
+  return st;
+}
+
 void DatabaseImpl::releaseView(TreeImpl* t, uint64_t pinned) {
   t->btree.unpin(pinned);
   gate_.leave();

@@ -114,6 +114,8 @@ class DatabaseImpl {
   // shared and the call gate entered (close waits), until releaseView(t, *pinned).
   Status getView(TreeImpl* t, std::string_view key, uint64_t* pinned, const std::byte** data, size_t* len);
   void releaseView(TreeImpl* t, uint64_t pinned);
+  // Tree::readOptimistic: fn's exception (of its last run) is rethrown once nothing is held.
+  Status readOptimistic(TreeImpl* t, std::string_view key, Tree::ReadFn fn, void* ctx);
   // Tree::scan: fn on each entry >= start in place (BTree::scanInPlace).
   Status scan(TreeImpl* t, std::string_view start, Tree::ScanFn fn, void* ctx);
   // Runs lookup(i) for every i in [0, n) as tasks of the calling thread, up to

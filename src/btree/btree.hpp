@@ -71,6 +71,21 @@ class BasicBTree {
   // value's own page. False (nothing held) when absent.
   bool pin(Bytes key, uint64_t* pinned, const uint8_t** data, size_t* len);
   void unpin(uint64_t pinned);
+  // Optimistic zero-copy: calls fn(Bytes value) with key's value in place, holding
+  // nothing, then validates; when the value (its leaf, or its own page) changed or went
+  // meanwhile, fn runs again. So fn may run more than once, and a run that is repeated
+  // may have seen bytes that were never the value (torn, or zeros of an evicted page;
+  // always inside the pool's memory); the last run saw the current value. A value on a
+  // page of its own that is not resident (or is locked) is read in and held shared for
+  // one run instead. fn must not throw. False (fn not run) when absent.
+  using Reader = void (*)(void* ctx, Bytes value);
+  bool readOptimistic(Bytes key, Reader fn, void* ctx);
+  template <class Fn>
+  bool readOptimistic(Bytes key, Fn&& fn) {
+    return readOptimistic(
+        key, [](void* f, Bytes value) { (*static_cast<std::remove_reference_t<Fn>*>(f))(value); },
+        static_cast<void*>(std::addressof(fn)));
+  }
   // A leaf a caller has just written to, kept for its next write of a nearby key (the
   // sorted keys of a batch, Database::write): its page and the version the caller's
   // release gave it. A page whose version is still that one has not changed since, so it

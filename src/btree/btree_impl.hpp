@@ -285,6 +285,62 @@ bool BasicBTree<BM>::pin(Bytes key, uint64_t* pinned, const uint8_t** data, size
 }
 
 template <class BM>
+bool BasicBTree<BM>::readOptimistic(Bytes key, Reader fn, void* ctx) {
+  if constexpr (!kHasSpans<BM>) {
+    throw StorageError(Status::InvalidArgument("zero-copy reads need the vmcache buffer manager"));
+  } else {
+    return withRestarts(bm_, [&] {
+      NodeO leaf;
+      unsigned pos;
+      if (!findInLeaf(key, &leaf, &pos)) return false;
+      if (!leaf->outOfLine(pos)) {
+        // The slot was read optimistically: a torn one may point anywhere in its 64 KiB
+        // of offsets, so fn gets only bytes inside the leaf's page.
+        const uint8_t* data = leaf->payloadPtr(pos);
+        const size_t len = leaf->payloadLen(pos);
+        if (data + len > reinterpret_cast<const uint8_t*>(leaf.get()) + kPageSize) {
+          leaf.validate();
+          throwCorrupt(leaf.pid(), "a value past the end of its leaf");
+        }
+        fn(ctx, Bytes(data, len));
+        leaf.validate();
+        return true;
+      }
+      const ValueRef ref = valueRefAt(leaf.get(), pos);
+      Page* page;
+      uint64_t version;
+      if (ref.pid < bm_.pageCount() && bm_.tryOptimisticBegin(ref.pid, &page, &version)) {
+        // The leaf unchanged now says the reference is current, and the value is freed
+        // only after its leaf changes; from here the value page's version alone says
+        // whether fn read it whole.
+        leaf.validate();
+        const auto* value = reinterpret_cast<const ValuePage*>(page);
+        if (!isValuePage(value, ref.len)) {
+          if (!bm_.optimisticValid(ref.pid, page, version)) throw Restart();
+          throwCorrupt(ref.pid, "not the value page its leaf refers to");
+        }
+        fn(ctx, Bytes(value->data, ref.len));
+        if (!bm_.optimisticValid(ref.pid, page, version)) {
+          bm_.countRestart();
+          throw Restart();
+        }
+        return true;
+      }
+      // Not resident, or locked: read in (or waited for) and held shared for one run.
+      if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
+      const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref);
+      struct Unfix {
+        BM& bm;
+        uint64_t pid;
+        ~Unfix() { bm.unfixS(pid); }
+      } unfix{bm_, ref.pid};
+      fn(ctx, Bytes(value->data, ref.len));
+      return true;
+    });
+  }
+}
+
+template <class BM>
 void BasicBTree<BM>::unpin(uint64_t pinned) {
   if constexpr (kHasSpans<BM>) bm_.unfixS(pinned);
 }

@@ -106,6 +106,8 @@ TEST(BenchValues, ZeroCopyFigure) {
   EXPECT_GT(r.getSmallNs, 0);
   EXPECT_GT(r.viewSmallNs, 0);
   EXPECT_GT(r.getLargeNs, r.viewLargeNs) << "a copy of 1 MiB costs more than a view";
+  EXPECT_GT(r.optSmallNs, 0);
+  EXPECT_GT(r.getLargeNs, r.optLargeNs) << "a copy of 1 MiB costs more than an optimistic read";
 }
 
 TEST(BenchValues, BadSpecsAreInvalidArgument) {
