@@ -6,8 +6,8 @@
 //   `bench suite` bounds lookup-oom), each value size and each engine: load, random gets
 //   and random overwrites; MB/s, ops/s and each engine's ratio to the best per size;
 // - zero-copy (after the throughput part, or alone with --zero-copy): ns per
-//   Tree::getView + release of a resident value of the largest size, beside a get of an
-//   8-byte value;
+//   Tree::getView + release and per Tree::readOptimistic of a resident value of the
+//   largest size, beside a get of an 8-byte value;
 // - churn (--churn, alone): space on storage after ten rounds of mixed sizes, per engine.
 // Results: tables on stdout (and summary.txt), CSV and JSON lines in --out.
 #include <algorithm>
@@ -165,7 +165,7 @@ Settings parse(int argc, char** argv) {
   s.engines = parseEngines(args);
   if (s.engines.empty()) throw UsageError("no engines to run");
   if (s.part == Part::kZeroCopy && s.engines != std::vector<std::string>{"vmstore"} && args.has("engines")) {
-    throw UsageError("--zero-copy measures vmstore's Tree::getView: --engines must be vmstore");
+    throw UsageError("--zero-copy measures vmstore's zero-copy reads: --engines must be vmstore");
   }
   if (args.has("value-sizes")) s.sizes = parseSizes(args.str("value-sizes", ""));
   if (args.has("cases")) {

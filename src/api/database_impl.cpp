@@ -1091,7 +1091,7 @@ Status DatabaseImpl::readOptimistic(TreeImpl* t, std::string_view key, Tree::Rea
     if (!pass) return closedStatus();
     st = guarded([&] {
       bool found = t->btree.readOptimistic(asBytes(key), [&](Bytes value) {
-        thrown = nullptr;
+        if (thrown) [[unlikely]] thrown = nullptr;
         try {
           fn(ctx, std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
         } catch (...) {

@@ -211,7 +211,7 @@ TEST(BenchValuesCli, BadOptionsAreUsageErrors) {
       {{"--seconds=0"}, "--seconds=0: not a positive number of seconds"},
       {{"--threads=0"}, "--threads=0: must be at least 1"},
       {{"--dir=/tmp/x"}, "--dir and --child go together"},
-      {{"--zero-copy", "--engines=lmdb"}, "--zero-copy measures vmstore's Tree::getView: --engines must be vmstore"},
+      {{"--zero-copy", "--engines=lmdb"}, "--zero-copy measures vmstore's zero-copy reads: --engines must be vmstore"},
   };
   for (vmsbench::UsageCase& c : cases) c.args.push_back(out);
   vmsbench::expectUsageErrors(dir, {"values"}, cases);
