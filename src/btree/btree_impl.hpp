@@ -17,6 +17,17 @@ namespace btree_detail {
 constexpr unsigned kKeyBuf = kMaxKeySize * 2;
 constexpr unsigned kMaxSlots = (kPageSize - BTreeNode::kHeaderSize) / BTreeNode::kSlotSize;
 
+// Releases a page fixed shared (BM::fixS) when it goes out of scope.
+template <class BM>
+struct UnfixS {
+  BM& bm;
+  uint64_t pid;
+  UnfixS(BM& b, uint64_t p) : bm(b), pid(p) {}
+  UnfixS(const UnfixS&) = delete;
+  UnfixS& operator=(const UnfixS&) = delete;
+  ~UnfixS() { bm.unfixS(pid); }
+};
+
 // A value stored out of line: a page of its own, header then the bytes. A value longer
 // than one page's room is a variable-size page (buffer_manager.hpp) of as many ids as it
 // needs: the bytes are contiguous in memory, `data` runs on past the first 4 KiB.
@@ -190,11 +201,7 @@ void BasicBTree<BM>::withValue(NodeO& leaf, ValueRef ref, Fn&& fn) {
                               },
                               &feed};
     const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref, &arrival);
-    struct Unfix {
-      BM& bm;
-      uint64_t pid;
-      ~Unfix() { bm.unfixS(pid); }
-    } unfix{bm_, ref.pid};
+    UnfixS<BM> unfix{bm_, ref.pid};
     feed.upTo(reinterpret_cast<const uint8_t*>(value), kValueHeader + ref.len);
   }
 }
@@ -329,11 +336,7 @@ bool BasicBTree<BM>::readOptimistic(Bytes key, Reader fn, void* ctx) {
       // Not resident, or locked: read in (or waited for) and held shared for one run.
       if (!bm_.tryShareAt(leaf.pid(), leaf.version())) throw Restart();
       const ValuePage* value = fixValueAndReleaseLeaf(leaf.pid(), ref);
-      struct Unfix {
-        BM& bm;
-        uint64_t pid;
-        ~Unfix() { bm.unfixS(pid); }
-      } unfix{bm_, ref.pid};
+      UnfixS<BM> unfix{bm_, ref.pid};
       fn(ctx, Bytes(value->data, ref.len));
       return true;
     });
@@ -766,11 +769,6 @@ void BasicBTree<BM>::scanInPlace(Bytes from, Visit visit, void* ctx) {
   if constexpr (!kHasSpans<BM>) {
     throw StorageError(Status::InvalidArgument("zero-copy scans need the vmcache buffer manager"));
   } else {
-    struct Unfix {
-      BM& bm;
-      uint64_t pid;
-      ~Unfix() { bm.unfixS(pid); }
-    };
     uint8_t at[kKeyBuf];  // where the next leaf's entries start
     unsigned atLen = static_cast<unsigned>(std::min<size_t>(from.size(), kKeyBuf));
     if (atLen > 0) std::memcpy(at, from.data(), atLen);  // an empty start may have no bytes at all
@@ -807,7 +805,7 @@ void BasicBTree<BM>::scanInPlace(Bytes from, Visit visit, void* ctx) {
         readIn = true;  // then this leaf again, which is in memory now
         continue;
       }
-      Unfix leafHeld{bm_, pid};
+      UnfixS<BM> leafHeld{bm_, pid};
       for (unsigned i = pos; i < node->count; i++) {
         const unsigned n = node->copyKey(i, key, kKeyBuf);
         if (!node->outOfLine(i)) {
@@ -818,7 +816,7 @@ void BasicBTree<BM>::scanInPlace(Bytes from, Visit visit, void* ctx) {
         // before it frees a value).
         const ValueRef ref = valueRefAt(node, i);
         const auto* value = reinterpret_cast<const ValuePage*>(bm_.fixS(ref.pid, valuePages(ref.len)));
-        Unfix valueHeld{bm_, ref.pid};
+        UnfixS<BM> valueHeld{bm_, ref.pid};
         if (!isValuePage(value, ref.len)) {
           throwCorrupt(ref.pid, "not the value page its leaf refers to");
         }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../e2e/test_util.hpp"
+#include "tagged_values.hpp"
 #include "vmstore.h"
 
 namespace {
@@ -21,23 +22,17 @@ using vmstore::Tree;
 using vmstore::ValueView;
 using namespace std::chrono_literals;
 
-std::string valueOf(char c, size_t n) {
-  std::string v(n, c);
-  for (size_t i = 0; i < n; i += 997) v[i] = static_cast<char>(i / 997);
-  return v;
-}
-
 class ReadOptimisticTest : public OneTreeTest {};
 
 TEST_F(ReadOptimisticTest, EverySizeIsReadInPlace) {
   const size_t sizes[] = {0, 10, 1500, 3000, 4056, 4057, 100000, 5 << 20};
-  for (size_t n : sizes) VMS_ASSERT_OK(t_->put("k" + std::to_string(n), valueOf('a', n)));
+  for (size_t n : sizes) VMS_ASSERT_OK(t_->put("k" + std::to_string(n), patternedValue('a', n)));
   for (size_t n : sizes) {
     const std::string k = "k" + std::to_string(n);
     bool same = false;
     const char* at = nullptr;
     VMS_ASSERT_OK(t_->readOptimistic(k, [&](std::string_view v) {
-      same = v == valueOf('a', n);
+      same = v == patternedValue('a', n);
       at = v.data();
     }));
     EXPECT_TRUE(same) << n;
@@ -59,13 +54,13 @@ class ReadOptimisticSmallPoolTest : public OneTreeTest {
 
 TEST_F(ReadOptimisticSmallPoolTest, ValuesOnStorageAreReadIn) {
   const int keys = 40;
-  for (int i = 0; i < keys; i++) VMS_ASSERT_OK(t_->put("k" + std::to_string(i), valueOf('a' + i % 26, 1 << 20)));
-  for (int i = 0; i < 400; i++) VMS_ASSERT_OK(t_->put("s" + std::to_string(i), valueOf('s', 300)));
+  for (int i = 0; i < keys; i++) VMS_ASSERT_OK(t_->put("k" + std::to_string(i), patternedValue('a' + i % 26, 1 << 20)));
+  for (int i = 0; i < 400; i++) VMS_ASSERT_OK(t_->put("s" + std::to_string(i), patternedValue('s', 300)));
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < keys; i++) {
       bool same = false;
       VMS_ASSERT_OK(t_->readOptimistic("k" + std::to_string(i),
-                                       [&](std::string_view v) { same = v == valueOf('a' + i % 26, 1 << 20); }));
+                                       [&](std::string_view v) { same = v == patternedValue('a' + i % 26, 1 << 20); }));
       EXPECT_TRUE(same) << i;
     }
   }
@@ -77,7 +72,7 @@ TEST_F(ReadOptimisticSmallPoolTest, ValuesOnStorageAreReadIn) {
 TEST_F(ReadOptimisticTest, AWriterNeverWaitsAndTheOvertakenRunIsRepeated) {
   for (size_t n : {size_t{20}, size_t{3000}, size_t{300000}}) {
     const std::string k = "w" + std::to_string(n);
-    VMS_ASSERT_OK(t_->put(k, valueOf('o', n)));
+    VMS_ASSERT_OK(t_->put(k, patternedValue('o', n)));
     std::atomic<bool> written{false};
     std::thread writer;
     int runs = 0;
@@ -85,40 +80,18 @@ TEST_F(ReadOptimisticTest, AWriterNeverWaitsAndTheOvertakenRunIsRepeated) {
     VMS_ASSERT_OK(t_->readOptimistic(k, [&](std::string_view v) {
       if (++runs == 1) {
         writer = std::thread([&] {
-          EXPECT_TRUE(t_->put(k, valueOf('n', n)).ok());
+          EXPECT_TRUE(t_->put(k, patternedValue('n', n)).ok());
           written = true;
         });
         for (int i = 0; i < 2000 && !written.load(); i++) std::this_thread::sleep_for(1ms);
         EXPECT_TRUE(written.load()) << n << ": the put waited for an optimistic reader";
       }
-      lastSawNew = v == valueOf('n', n);
+      lastSawNew = v == patternedValue('n', n);
     }));
     writer.join();
     EXPECT_GE(runs, 2) << n << ": the run that the put overtook was not repeated";
     EXPECT_TRUE(lastSawNew) << n << ": the last run did not see the value the put stored";
   }
-}
-
-// Value i of a tag: its size and bytes follow from the tag in its first 4 bytes, so a
-// reader checks what it saw without building the value (every byte of a small value,
-// every 61st of a large one and its last).
-size_t sizeOfTag(uint32_t tag) { return tag % 3 == 0 ? 40 : (tag % 3 == 1 ? 3500 : 9000 + (tag % 7) * 40000); }
-std::string valueOfTag(uint32_t tag) {
-  std::string v = valueOf(static_cast<char>('a' + tag % 26), sizeOfTag(tag));
-  std::memcpy(v.data(), &tag, 4);
-  return v;
-}
-bool isValueOfTag(std::string_view v) {
-  if (v.size() < 4) return false;
-  uint32_t tag;
-  std::memcpy(&tag, v.data(), 4);
-  if (v.size() != sizeOfTag(tag)) return false;
-  const size_t step = v.size() > 4096 ? 61 : 1;
-  auto expected = [&](size_t i) { return i % 997 == 0 ? static_cast<char>(i / 997) : static_cast<char>('a' + tag % 26); };
-  for (size_t i = 4; i < v.size(); i += step) {
-    if (v[i] != expected(i)) return false;
-  }
-  return v.back() == expected(v.size() - 1);
 }
 
 // durability=async: the writer does not wait for a log flush per put, so its writes come
@@ -149,17 +122,7 @@ TEST_F(ReadOptimisticRaceTest, ReadersRacingWritersEndOnWholeCurrentValues) {
       }
     });
   }
-  std::thread writer([&] {
-    Rng rng(80);
-    for (int i = 0; i < scaled(3000, 600); i++) {
-      std::string k = "k" + std::to_string(rng.uniform(0, keys - 1));
-      if (rng.chance(0.2)) {
-        (void)t_->del(k);
-      } else if (!t_->put(k, valueOfTag(static_cast<uint32_t>(rng.uniform(1, 1u << 30)))).ok()) {
-        bad++;
-      }
-    }
-  });
+  std::thread writer([&] { replaceAndDelete(t_, keys, scaled(3000, 600), 80, &bad); });
   writer.join();
   stop = true;
   for (auto& th : threads) th.join();
@@ -201,7 +164,7 @@ int sumBytes(void* ctx, const void* value, size_t vlen) {
 
 TEST(ReadOptimisticC, ReadsAndBadInput) {
   CDb c;
-  std::string big = valueOf('c', 70000);
+  std::string big = patternedValue('c', 70000);
   ASSERT_EQ(vms_put(c.t, "big", 3, big.data(), big.size()), VMS_OK);
   ASSERT_EQ(vms_put(c.t, "seven", 5, "1234567", 7), VMS_OK);
   uint64_t sum = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../e2e/test_util.hpp"
+#include "tagged_values.hpp"
 #include "vmstore.h"
 
 namespace {
@@ -20,24 +21,18 @@ using vmstore::Tree;
 using vmstore::ValueView;
 using namespace std::chrono_literals;
 
-std::string valueOf(char c, size_t n) {
-  std::string v(n, c);
-  for (size_t i = 0; i < n; i += 997) v[i] = static_cast<char>(i / 997);
-  return v;
-}
-
 class ValueViewTest : public OneTreeTest {};
 
 TEST_F(ValueViewTest, ViewsOfEverySizeAreTheBytesInPlace) {
   const size_t sizes[] = {0, 10, 1500, 3000, 4056, 4057, 100000, 5 << 20};
-  for (size_t n : sizes) VMS_ASSERT_OK(t_->put("k" + std::to_string(n), valueOf('a', n)));
+  for (size_t n : sizes) VMS_ASSERT_OK(t_->put("k" + std::to_string(n), patternedValue('a', n)));
   for (size_t n : sizes) {
     std::string k = "k" + std::to_string(n);
     ValueView a;
     VMS_ASSERT_OK(t_->getView(k, &a));
     ASSERT_TRUE(a.held());
     ASSERT_EQ(a.size(), n);
-    EXPECT_TRUE(a.view() == valueOf('a', n)) << n;
+    EXPECT_TRUE(a.view() == patternedValue('a', n)) << n;
     ValueView b;  // a second view at once (both shared): the same bytes, not a copy
     VMS_ASSERT_OK(t_->getView(k, &b));
     EXPECT_EQ(a.data(), b.data()) << n;
@@ -60,35 +55,29 @@ TEST_F(ValueViewTest, ViewsOfEverySizeAreTheBytesInPlace) {
 TEST_F(ValueViewTest, AWriterOfTheViewedKeyWaitsAndTheViewKeepsTheOldBytes) {
   for (size_t n : {size_t{20}, size_t{3000}, size_t{300000}}) {
     std::string k = "w" + std::to_string(n);
-    VMS_ASSERT_OK(t_->put(k, valueOf('o', n)));
+    VMS_ASSERT_OK(t_->put(k, patternedValue('o', n)));
     ValueView view;
     VMS_ASSERT_OK(t_->getView(k, &view));
     std::atomic<int> phase{0};
     std::thread writer([&] {
       phase = 1;
-      EXPECT_TRUE(t_->put(k, valueOf('n', n)).ok());
+      EXPECT_TRUE(t_->put(k, patternedValue('n', n)).ok());
       phase = 2;
     });
     while (phase.load() == 0) std::this_thread::yield();
     std::this_thread::sleep_for(50ms);
     EXPECT_EQ(phase.load(), 1) << n << ": the put went on while the value was held";
-    EXPECT_TRUE(view.view() == valueOf('o', n)) << n;
+    EXPECT_TRUE(view.view() == patternedValue('o', n)) << n;
     view.release();
     writer.join();
     std::string got;
     VMS_ASSERT_OK(t_->get(k, &got));
-    EXPECT_TRUE(got == valueOf('n', n)) << n;
+    EXPECT_TRUE(got == patternedValue('n', n)) << n;
   }
 }
 
 TEST_F(ValueViewTest, ReadersHoldingViewsWhileWritersReplaceAndDelete) {
   const int keys = 6;
-  auto make = [](uint32_t tag) {
-    size_t n = tag % 3 == 0 ? 40 : (tag % 3 == 1 ? 3500 : 9000 + (tag % 7) * 40000);
-    std::string v = valueOf(static_cast<char>('a' + tag % 26), n);
-    std::memcpy(v.data(), &tag, 4 <= n ? 4 : 0);
-    return v;
-  };
   std::atomic<bool> stop{false};
   std::atomic<int> bad{0};
   std::atomic<uint64_t> views{0};
@@ -100,29 +89,17 @@ TEST_F(ValueViewTest, ReadersHoldingViewsWhileWritersReplaceAndDelete) {
         ValueView v;
         Status s = t_->getView("k" + std::to_string(rng.uniform(0, keys - 1)), &v);
         if (s.isNotFound()) continue;
-        if (!s.ok() || v.size() < 4) {
+        if (!s.ok()) {
           bad++;
           continue;
         }
-        uint32_t tag;
-        std::memcpy(&tag, v.data(), 4);
         if (rng.chance(0.3)) std::this_thread::sleep_for(100us);  // hold it a while
-        if (v.view() != make(tag)) bad++;
+        if (!isValueOfTag(v.view())) bad++;
         views++;
       }
     });
   }
-  std::thread writer([&] {
-    Rng rng(60);
-    for (int i = 0; i < scaled(1000, 300); i++) {
-      std::string k = "k" + std::to_string(rng.uniform(0, keys - 1));
-      if (rng.chance(0.2)) {
-        (void)t_->del(k);
-      } else if (!t_->put(k, make(static_cast<uint32_t>(rng.uniform(1, 1u << 30)))).ok()) {
-        bad++;
-      }
-    }
-  });
+  std::thread writer([&] { replaceAndDelete(t_, keys, scaled(1000, 300), 60, &bad); });
   writer.join();
   stop = true;
   for (auto& th : threads) th.join();
@@ -132,7 +109,7 @@ TEST_F(ValueViewTest, ReadersHoldingViewsWhileWritersReplaceAndDelete) {
 }
 
 TEST_F(ValueViewTest, ReadCallbackAndByteRanges) {
-  std::string big = valueOf('r', 200000);
+  std::string big = patternedValue('r', 200000);
   VMS_ASSERT_OK(t_->put("big", big));
   VMS_ASSERT_OK(t_->put("small", "hello"));
   size_t seen = 0;
@@ -176,7 +153,7 @@ int sumBytes(void* ctx, const void* value, size_t vlen) {
 
 TEST(ValueViewC, ViewReadRangeAndBadInput) {
   CDb c;
-  std::string big = valueOf('c', 70000);
+  std::string big = patternedValue('c', 70000);
   ASSERT_EQ(vms_put(c.t, "big", 3, big.data(), big.size()), VMS_OK);
   ASSERT_EQ(vms_put(c.t, "seven", 5, "1234567", 7), VMS_OK);
   vms_view* view = nullptr;
