@@ -314,23 +314,18 @@ bool BasicBTree<BM>::readOptimistic(Bytes key, Reader fn, void* ctx) {
         return true;
       }
       const ValueRef ref = valueRefAt(leaf.get(), pos);
-      Page* page;
-      uint64_t version;
-      if (ref.pid < bm_.pageCount() && bm_.tryOptimisticBegin(ref.pid, &page, &version)) {
+      const auto resident = GuardO<ValuePage, BM>::ifResident(bm_, ref.pid);
+      if (resident.held()) {
         // The leaf unchanged now says the reference is current, and the value is freed
         // only after its leaf changes; from here the value page's version alone says
         // whether fn read it whole.
         leaf.validate();
-        const auto* value = reinterpret_cast<const ValuePage*>(page);
-        if (!isValuePage(value, ref.len)) {
-          if (!bm_.optimisticValid(ref.pid, page, version)) throw Restart();
+        if (!isValuePage(resident.get(), ref.len)) {
+          resident.validate();
           throwCorrupt(ref.pid, "not the value page its leaf refers to");
         }
-        fn(ctx, Bytes(value->data, ref.len));
-        if (!bm_.optimisticValid(ref.pid, page, version)) {
-          bm_.countRestart();
-          throw Restart();
-        }
+        fn(ctx, Bytes(resident->data, ref.len));
+        resident.validate();
         return true;
       }
       // Not resident, or locked: read in (or waited for) and held shared for one run.

@@ -18,7 +18,6 @@
 namespace {
 
 using namespace vmstest;
-using vmstore::Tree;
 using vmstore::ValueView;
 using namespace std::chrono_literals;
 
