@@ -6,7 +6,9 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "api/database_impl.hpp"
 #include "vmstore/vmstore.hpp"
@@ -231,7 +233,11 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
   }
   if ((bufs == nullptr) != (caps == nullptr)) return invalid("vms_get_many: only one of bufs and caps is NULL");
   return noThrow([&] {
-    return report(vmstore::internal::TreeImpl::of(asTree(t))->db->lookupEach(n, [&](size_t i) {
+    // The keys that pass the checks here go to Tree::getMany, which gives each its rc.
+    std::vector<std::string_view> ks;
+    std::vector<std::span<std::byte>> outs;
+    std::vector<size_t> at;  // ks[j] is keys[at[j]]
+    for (size_t i = 0; i < n; i++) {
       vlens[i] = 0;
       size_t cap = caps ? caps[i] : 0;
       void* buf = bufs ? bufs[i] : nullptr;
@@ -240,10 +246,20 @@ int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* k
       } else if (buf == nullptr && cap > 0) {
         rcs[i] = invalid("vms_get_many: a buffer is NULL but its cap > 0");
       } else {
-        std::span<std::byte> out(static_cast<std::byte*>(buf), buf ? cap : 0);
-        rcs[i] = noThrow([&] { return report(asTree(t)->get(bytes(keys[i], klens[i]), out, &vlens[i])); });
+        ks.push_back(bytes(keys[i], klens[i]));
+        outs.emplace_back(static_cast<std::byte*>(buf), buf ? cap : 0);
+        at.push_back(i);
       }
-    }));
+    }
+    std::vector<size_t> lens(ks.size());
+    std::vector<Status> statuses(ks.size());
+    Status st = asTree(t)->getMany(ks, outs, lens, statuses);
+    if (!st.ok()) return report(st);
+    for (size_t j = 0; j < ks.size(); j++) {
+      vlens[at[j]] = lens[j];
+      rcs[at[j]] = report(statuses[j]);
+    }
+    return report(Status::OK());
   });
 }
 

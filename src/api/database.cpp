@@ -92,19 +92,28 @@ Status Tree::getMany(std::span<const std::string_view> keys, std::vector<std::st
   if (values == nullptr || statuses == nullptr) return Status::InvalidArgument("getMany: values or statuses is null");
   values->resize(keys.size());
   statuses->assign(keys.size(), Status::OK());
-  return impl_->db->lookupEach(keys.size(), [&](size_t i) {
-    (*statuses)[i] = impl_->db->get(impl_, keys[i], &(*values)[i]);
-    if (!(*statuses)[i].ok()) (*values)[i].clear();
-  });
+  return impl_->db->getMany(
+      impl_, keys, *statuses,
+      [&](size_t i, internal::Bytes value) { (*values)[i].assign(reinterpret_cast<const char*>(value.data()), value.size()); },
+      [&](size_t i) {
+        Status st = impl_->db->get(impl_, keys[i], &(*values)[i]);
+        if (!st.ok()) (*values)[i].clear();
+        return st;
+      });
 }
 Status Tree::getMany(std::span<const std::string_view> keys, std::span<const std::span<std::byte>> bufs,
                      std::span<size_t> vlens, std::span<Status> statuses) const {
   if (bufs.size() != keys.size() || vlens.size() != keys.size() || statuses.size() != keys.size()) {
     return Status::InvalidArgument("getMany: bufs, vlens and statuses need one entry per key");
   }
-  return impl_->db->lookupEach(keys.size(), [&](size_t i) {
-    statuses[i] = impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]);
-  });
+  std::fill(vlens.begin(), vlens.end(), size_t{0});
+  return impl_->db->getMany(
+      impl_, keys, statuses,
+      [&](size_t i, internal::Bytes value) {
+        if (!bufs[i].empty()) std::memcpy(bufs[i].data(), value.data(), std::min(value.size(), bufs[i].size()));
+        vlens[i] = value.size();
+      },
+      [&](size_t i) { return impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]); });
 }
 Status Tree::putReserve(std::string_view key, size_t len,
                         const std::function<Status(std::span<std::byte>)>& fill) {

@@ -970,11 +970,48 @@ Status DatabaseImpl::afterWrite(Status st, uint64_t lsn, uint64_t* commit) {
   return st;
 }
 
-Status DatabaseImpl::lookupEach(size_t n, const std::function<void(size_t)>& lookup) {
+Status DatabaseImpl::getMany(TreeImpl* t, std::span<const std::string_view> keys, std::span<Status> statuses,
+                             const std::function<void(size_t, Bytes)>& copy,
+                             const std::function<Status(size_t)>& getOne) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
+  using Lookup = BTree::Lookup;
+  constexpr size_t kGroup = BTree::kLookupGroup;
+  std::vector<size_t> rest;  // the keys for getOne
+  Bytes group[kGroup];
+  size_t index[kGroup];
+  Lookup outcome[kGroup];
+  size_t m = 0;
+  auto lookUpGroup = [&] {
+    bool done = true;
+    try {
+      t->btree.lookupResident(std::span<const Bytes>(group, m), std::span<Lookup>(outcome, m),
+                              [&](size_t j, Bytes value) { copy(index[j], value); });
+    } catch (const std::exception&) {
+      done = false;  // copy ran out of memory: getOne reports it
+    }
+    for (size_t j = 0; j < m; j++) {
+      const Lookup o = done ? outcome[j] : Lookup::kLeft;
+      if (o == Lookup::kLeft) {
+        rest.push_back(index[j]);
+      } else {
+        statuses[index[j]] = o == Lookup::kFound ? Status::OK() : Status::NotFound();
+      }
+    }
+    m = 0;
+  };
   try {
-    task::runEach(n, kGetManyInFlight, lookup);
+    for (size_t i = 0; i < keys.size(); i++) {
+      if (!validateKey(keys[i]).ok()) {
+        rest.push_back(i);  // getOne gives its error
+        continue;
+      }
+      group[m] = asBytes(keys[i]);
+      index[m++] = i;
+      if (m == kGroup) lookUpGroup();
+    }
+    if (m > 0) lookUpGroup();
+    if (!rest.empty()) task::runEach(rest.size(), kGetManyInFlight, [&](size_t j) { statuses[rest[j]] = getOne(rest[j]); });
   } catch (const std::bad_alloc&) {
     return Status::NoMemory("out of memory running lookups as tasks");
   } catch (const std::system_error& e) {

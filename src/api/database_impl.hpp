@@ -118,9 +118,16 @@ class DatabaseImpl {
   Status readOptimistic(TreeImpl* t, std::string_view key, Tree::ReadFn fn, void* ctx);
   // Tree::scan: fn on each entry >= start in place (BTree::scanInPlace).
   Status scan(TreeImpl* t, std::string_view start, Tree::ScanFn fn, void* ctx);
-  // Runs lookup(i) for every i in [0, n) as tasks of the calling thread, up to
-  // kGetManyInFlight at once (task::runEach); for Tree::getMany. lookup must not throw.
-  Status lookupEach(size_t n, const std::function<void(size_t)>& lookup);
+  // Tree::getMany and vms_get_many: statuses[i] is key i's outcome. First the keys whose
+  // pages are resident, looked up together (BTree::lookupResident): copy(i, value) for
+  // each one found, with the value in place. Then the others (pages to read, values on
+  // pages of their own, a race, a bad key's error) one by one as tasks of the calling
+  // thread, their misses in flight together: getOne(i) looks up key i, as get() does,
+  // and returns its status. copy may be called for a key that ends with getOne, with
+  // bytes that were never its value (see lookupResident): it must only copy them. Neither
+  // may throw.
+  Status getMany(TreeImpl* t, std::span<const std::string_view> keys, std::span<Status> statuses,
+                 const std::function<void(size_t, Bytes)>& copy, const std::function<Status(size_t)>& getOne);
   Status del(TreeImpl* t, std::string_view key);
   // Tree::update: the read, fn and the write of its change under the key's lock.
   Status update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, void* ctx);

@@ -86,6 +86,34 @@ class BasicBTree {
         key, [](void* f, Bytes value) { (*static_cast<std::remove_reference_t<Fn>*>(f))(value); },
         static_cast<void*>(std::addressof(fn)));
   }
+  // Lookups of several keys at once while what they need is in memory (Tree::getMany).
+  // Up to kLookupGroup keys descend together, one step of each in turn, and each step
+  // requests the lines the key's next step reads (the slots a node search will probe,
+  // the child reference it finds, the child's state word and header), so that the cache
+  // misses of different keys overlap instead of following one another (group
+  // prefetching: AMAC, Kocberber et al., VLDB 2015). Holds nothing, waits for nothing,
+  // reads nothing from storage. For key i, out[i] says what became of it:
+  // - kFound: copy(i, value) was called with its value in place, and the leaf was
+  //   validated after the copy;
+  // - kAbsent: not in the tree (validated);
+  // - kLeft: not decided here (a page not resident or locked, a value on a page of its
+  //   own, a node that changed meanwhile, a dropped or damaged tree); the caller looks
+  //   it up the usual way.
+  // copy may also have been called for a key that ends kLeft, with bytes that were never
+  // its value (a torn read): it must only copy them out. What copy throws propagates
+  // (nothing is held); out's entries are then undefined.
+  enum class Lookup : uint8_t { kFound, kAbsent, kLeft };
+  static constexpr size_t kLookupGroup = 16;
+  using Copier = void (*)(void* ctx, size_t i, Bytes value);
+  void lookupResident(std::span<const Bytes> keys, std::span<Lookup> out, Copier copy, void* ctx);
+  template <class Fn>
+  void lookupResident(std::span<const Bytes> keys, std::span<Lookup> out, Fn&& copy) {
+    lookupResident(
+        keys, out,
+        [](void* f, size_t i, Bytes value) { (*static_cast<std::remove_reference_t<Fn>*>(f))(i, value); },
+        static_cast<void*>(std::addressof(copy)));
+  }
+
   // A leaf a caller has just written to, kept for its next write of a nearby key (the
   // sorted keys of a batch, Database::write): its page and the version the caller's
   // release gave it. A page whose version is still that one has not changed since, so it

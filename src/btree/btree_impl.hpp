@@ -112,6 +112,94 @@ void BasicBTree<BM>::descend(Bytes key, NodeO* parent, NodeO* node, uint64_t sto
 }
 
 template <class BM>
+void BasicBTree<BM>::lookupResident(std::span<const Bytes> keys, std::span<Lookup> out, Copier copy, void* ctx) {
+  // A key's next step. Each step requests the lines its next step reads.
+  enum Step : uint8_t {
+    kVisit,   // the node `next` (state word and header requested): hold it, start its search
+    kSearch,  // finish the search of `node` (slots and prefix requested)
+    kChild,   // inner: read the child reference at pos (requested)
+    kCopy,    // leaf: copy the value at pos (requested)
+    kDone,
+  };
+  struct Walk {
+    NodeO node;  // the node searched last (optimistic); none before the root
+    uint64_t next = kNoPage;
+    BTreeNode::Search search{};
+    unsigned pos = 0;
+    Step step = kVisit;
+  };
+  auto request = [&](uint64_t pid) {
+    if constexpr (requires { bm_.prefetch(pid); }) bm_.prefetch(pid);
+  };
+  request(root_);
+  for (size_t base = 0; base < keys.size(); base += kLookupGroup) {
+    const size_t n = std::min(kLookupGroup, keys.size() - base);
+    Walk walk[kLookupGroup];
+    size_t active = n;
+    auto finish = [&](size_t i, Lookup result) {
+      out[base + i] = result;
+      walk[i].step = kDone;
+      walk[i].node = NodeO();
+      active--;
+    };
+    for (size_t i = 0; i < n; i++) walk[i].next = root_;
+    while (active > 0) {
+      for (size_t i = 0; i < n; i++) {
+        Walk& w = walk[i];
+        const Bytes key = keys[base + i];
+        switch (w.step) {
+          case kVisit: {
+            const bool atRoot = !w.node.held();
+            NodeO node = NodeO::ifResident(bm_, w.next);
+            // `next` came from w.node, which must still be as it was when read.
+            if (!node.held() || !w.node.valid() || !(node->isLeaf() || node->isInner()) ||
+                (atRoot && node->dropped())) {
+              finish(i, Lookup::kLeft);
+              break;
+            }
+            w.node = std::move(node);
+            w.search = w.node->searchStart(key);
+            w.step = kSearch;
+            break;
+          }
+          case kSearch: {
+            bool found;
+            w.pos = w.node->searchFinish(key, w.search, &found);
+            if (w.node->isInner()) {
+              if (w.pos < w.node->count) __builtin_prefetch(w.node->payloadPtr(w.pos));
+              w.step = kChild;
+            } else if (found) {
+              const uint8_t* value = w.node->payloadPtr(w.pos);
+              __builtin_prefetch(value);
+              __builtin_prefetch(value + 64);
+              w.step = kCopy;
+            } else {
+              finish(i, w.node.valid() ? Lookup::kAbsent : Lookup::kLeft);
+            }
+            break;
+          }
+          case kChild:
+            w.next = w.pos < w.node->count ? w.node->child(w.pos) : w.node->upper;
+            request(w.next);
+            w.step = kVisit;
+            break;
+          case kCopy:
+            if (w.node->outOfLine(w.pos)) {
+              finish(i, Lookup::kLeft);
+              break;
+            }
+            copy(ctx, base + i, Bytes(w.node->payloadPtr(w.pos), std::min<size_t>(w.node->payloadLen(w.pos), kPageSize)));
+            finish(i, w.node.valid() ? Lookup::kFound : Lookup::kLeft);
+            break;
+          case kDone:
+            break;
+        }
+      }
+    }
+  }
+}
+
+template <class BM>
 bool BasicBTree<BM>::findInLeaf(Bytes key, NodeO* leaf, unsigned* pos) {
   NodeO parent;
   descend(key, &parent, leaf, kNoPage);

@@ -100,28 +100,34 @@ void BTreeNode::searchHint(uint32_t h, unsigned* lo, unsigned* hi) const {
   if (pos2 < kHintCount) *hi = (pos2 + 1) * dist;
 }
 
-unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
-  *found = false;
-  unsigned p = prefixLen;
-  if (p > 0) {
-    size_t n = std::min<size_t>(key.size(), p);
-    int cmp = compareBytes(key.first(n), Bytes(ptr() + lowerFence.offset, n));
-    if (cmp < 0) return 0;
-    if (cmp > 0) return count;
-    if (key.size() < p) return 0;  // a proper prefix of the node prefix: below every key
-  }
-  Bytes rest = key.subspan(p);
-  uint32_t h = keyHead(rest.data(), static_cast<unsigned>(rest.size()));
-  unsigned lo = 0;
-  unsigned hi = count;
-  searchHint(h, &lo, &hi);
-  // The slots the search will probe, requested together instead of one miss after the
-  // other (a leaf of large values has few slots, none of them cached).
+// The parts of a node search, inlined into lowerBound (every descent) and into the two
+// halves of searchStart / searchFinish.
+
+// Where key goes when the node's prefix decides it: 0 or count; -1 when key starts with
+// the prefix (the slots decide). Only for prefixLen > 0.
+[[gnu::always_inline]] inline int BTreeNode::placeByPrefix(Bytes key) const {
+  const unsigned p = prefixLen;
+  size_t n = std::min<size_t>(key.size(), p);
+  int cmp = compareBytes(key.first(n), Bytes(ptr() + lowerFence.offset, n));
+  if (cmp < 0) return 0;
+  if (cmp > 0) return count;
+  if (key.size() < p) return 0;  // a proper prefix of the node prefix: below every key
+  return -1;
+}
+
+// The slots a search of [lo, hi) will probe, requested together instead of one miss
+// after the other (a leaf of large values has few slots, none of them cached).
+[[gnu::always_inline]] inline void BTreeNode::requestSlots(unsigned lo, unsigned hi) const {
   if (hi - lo <= 64) {
     const char* from = reinterpret_cast<const char*>(&slot[lo]);
     const char* to = reinterpret_cast<const char*>(&slot[hi]);
     for (const char* c = from; c < to; c += 64) __builtin_prefetch(c);
   }
+}
+
+// The binary search of slots [lo, hi) for rest (the key without the prefix), head h.
+[[gnu::always_inline]] inline unsigned BTreeNode::searchSlots(Bytes rest, uint32_t h, unsigned lo, unsigned hi,
+                                                              bool* found) const {
   while (lo < hi) {
     unsigned mid = lo + (hi - lo) / 2;
     uint32_t mh = slot[mid].head;
@@ -145,6 +151,39 @@ unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
     }
   }
   return lo;
+}
+
+unsigned BTreeNode::lowerBound(Bytes key, bool* found) const {
+  *found = false;
+  if (prefixLen > 0) {
+    if (int at = placeByPrefix(key); at >= 0) return static_cast<unsigned>(at);
+  }
+  Bytes rest = key.subspan(prefixLen);
+  uint32_t h = keyHead(rest.data(), static_cast<unsigned>(rest.size()));
+  unsigned lo = 0;
+  unsigned hi = count;
+  searchHint(h, &lo, &hi);
+  requestSlots(lo, hi);
+  return searchSlots(rest, h, lo, hi, found);
+}
+
+BTreeNode::Search BTreeNode::searchStart(Bytes key) const {
+  const unsigned p = prefixLen;
+  // A key shorter than the prefix is placed by the prefix alone (searchFinish).
+  const Bytes rest = key.size() >= p ? key.subspan(p) : Bytes();
+  Search s{keyHead(rest.data(), static_cast<unsigned>(rest.size())), 0, count};
+  searchHint(s.head, &s.lo, &s.hi);
+  requestSlots(s.lo, s.hi);
+  if (p > 0) __builtin_prefetch(ptr() + lowerFence.offset);
+  return s;
+}
+
+unsigned BTreeNode::searchFinish(Bytes key, Search s, bool* found) const {
+  *found = false;
+  if (prefixLen > 0) {
+    if (int at = placeByPrefix(key); at >= 0) return static_cast<unsigned>(at);
+  }
+  return searchSlots(key.subspan(prefixLen), s.head, s.lo, s.hi, found);
 }
 
 uint64_t BTreeNode::lookupInner(Bytes key) const {

@@ -103,6 +103,18 @@ struct BTreeNode {
 
   // First slot whose key >= key (count if none); *found when equal.
   unsigned lowerBound(Bytes key, bool* found) const;
+  // lowerBound in two halves, for a caller that interleaves the searches of several keys
+  // (BasicBTree::lookupResident) so that their cache misses overlap. searchStart reads
+  // the header only (the key's head, the slot range the hints leave) and requests the
+  // lines of those slots and of the prefix; searchFinish compares the prefix and
+  // searches the range. lowerBound(key) is searchFinish(key, searchStart(key), found).
+  struct Search {
+    uint32_t head;
+    unsigned lo;
+    unsigned hi;
+  };
+  Search searchStart(Bytes key) const;
+  unsigned searchFinish(Bytes key, Search s, bool* found) const;
   // The child to descend to for key.
   uint64_t lookupInner(Bytes key) const;
 
@@ -171,6 +183,9 @@ struct BTreeNode {
   void storeKeyValue(unsigned i, Bytes keySuffix, Bytes payload, uint16_t rawPayloadLen);
   void setFences(Bytes lower, Bytes upperKey);
   void searchHint(uint32_t keyHead, unsigned* lo, unsigned* hi) const;
+  int placeByPrefix(Bytes key) const;
+  void requestSlots(unsigned lo, unsigned hi) const;
+  unsigned searchSlots(Bytes rest, uint32_t h, unsigned lo, unsigned hi, bool* found) const;
   unsigned leafSeparatorLen(unsigned leftCount) const;
   unsigned entrySize(unsigned i) const { return kSlotSize + slot[i].keyLen + payloadLen(i); }
   void updateHint(unsigned changedSlot);

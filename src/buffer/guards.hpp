@@ -82,6 +82,9 @@ class GuardO {
       throw Restart{};
     }
   }
+  // validate() without the Restart: whether every read since construction saw a
+  // consistent page (nothing counted).
+  bool valid() const { return pid_ == kNoPage || bm_->optimisticValid(pid_, page_, version_); }
   void release() {
     validate();
     pid_ = kNoPage;

@@ -1,0 +1,153 @@
+// Tree::getMany in memory, where the keys descend the tree together (BTree::
+// lookupResident): the same answers as get() for every kind of key and value, in both
+// output forms; and readers racing a writer that splits, merges, replaces and deletes end
+// on whole, current values. (tasks_test.cpp covers getMany out of memory, where keys
+// whose pages are not resident take the usual path, and the C form.)
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../e2e/test_util.hpp"
+#include "tagged_values.hpp"
+
+namespace {
+
+using namespace vmstest;
+using vmstore::Status;
+
+class GetManyInMemoryTest : public OneTreeTest {};
+
+// Key i's value: none for every fifth, a page of its own for every seventh, several
+// pages for every eleventh, else 0-299 bytes in the leaf.
+std::string valueOf(uint64_t i) {
+  if (i % 11 == 0) return patternedValue(static_cast<char>('a' + i % 26), 20000 + i);
+  if (i % 7 == 0) return patternedValue(static_cast<char>('a' + i % 26), 3500);
+  return patternedValue(static_cast<char>('a' + i % 26), i % 300);
+}
+bool stored(uint64_t i) { return i % 5 != 0; }
+
+TEST_F(GetManyInMemoryTest, AnswersAreThoseOfGet) {
+  const uint64_t n = 4000;
+  for (uint64_t i = 0; i < n; i++) {
+    if (stored(i)) VMS_ASSERT_OK(t_->put(numKey("k", i), valueOf(i)));
+  }
+  {
+    vmstore::TreeShape shape;
+    VMS_ASSERT_OK(t_->shape(&shape));
+    ASSERT_GE(shape.height, 2u) << "the keys were meant to need inner nodes";
+  }
+  // Random keys (repeats too), keys past the end, and bad keys among them.
+  Rng rng(5);
+  std::vector<std::string> owned;
+  for (int j = 0; j < 3000; j++) owned.push_back(numKey("k", rng.uniform(0, n + 100)));
+  owned[17] = "";
+  owned[1234] = std::string(vmstore::kMaxKeySize + 1, 'x');
+  owned[2000] = "a key below every other";
+  owned[2001] = "zz above every other";
+  std::vector<std::string_view> keys(owned.begin(), owned.end());
+
+  std::vector<std::string> values;
+  std::vector<Status> statuses;
+  VMS_ASSERT_OK(t_->getMany(keys, &values, &statuses));
+  // Into buffers of 0 to 399 bytes.
+  std::vector<std::vector<std::byte>> space(keys.size());
+  std::vector<std::span<std::byte>> bufs;
+  for (auto& s : space) {
+    s.resize(rng.uniform(0, 399));
+    bufs.emplace_back(s);
+  }
+  std::vector<size_t> vlens(keys.size(), 12345);
+  std::vector<Status> bufStatuses(keys.size());
+  VMS_ASSERT_OK(t_->getMany(keys, bufs, vlens, bufStatuses));
+
+  int found = 0;
+  for (size_t j = 0; j < keys.size(); j++) {
+    std::string expected;
+    Status s = t_->get(keys[j], &expected);
+    ASSERT_EQ(statuses[j].code(), s.code()) << j << " " << keys[j];
+    ASSERT_EQ(bufStatuses[j].code(), s.code()) << j << " " << keys[j];
+    if (!s.ok()) {
+      EXPECT_TRUE(values[j].empty()) << j;
+      EXPECT_EQ(vlens[j], 0u) << j;
+      continue;
+    }
+    found++;
+    ASSERT_EQ(values[j], expected) << j << " " << keys[j];
+    ASSERT_EQ(vlens[j], expected.size()) << j;
+    const size_t copied = std::min(expected.size(), space[j].size());
+    ASSERT_EQ(std::string_view(reinterpret_cast<const char*>(space[j].data()), copied), expected.substr(0, copied)) << j;
+  }
+  EXPECT_GT(found, 2000);
+  EXPECT_EQ(statuses[17].code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(statuses[1234].code(), Status::Code::kTooBig);
+  EXPECT_TRUE(statuses[2000].isNotFound());
+  EXPECT_TRUE(statuses[2001].isNotFound());
+}
+
+// durability=async, so that the writer's puts come as fast as the readers let them.
+class GetManyRaceTest : public OneTreeTest {
+  std::string config() const override { return "pool_size=64M,durability=async"; }
+};
+
+// The writer replaces values (mostly small ones, in the leaves), deletes keys and puts
+// them back, so leaves split and merge under the readers; every value a reader gets must
+// be one the writer stored, whole.
+TEST_F(GetManyRaceTest, ReadersRacingAWriterGetWholeValues) {
+  const int keys = 3000;
+  auto key = [](int i) { return "k" + std::to_string(i); };
+  auto smallTag = [](Rng& rng) { return static_cast<uint32_t>(rng.uniform(1, 1u << 28)) * 3; };  // 40 bytes
+  {
+    Rng rng(1);
+    for (int i = 0; i < keys; i += 2) VMS_ASSERT_OK(t_->put(key(i), valueOfTag(smallTag(rng))));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::atomic<uint64_t> got{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; r++) {
+    readers.emplace_back([&, r] {
+      Rng rng(10 + r);
+      std::vector<std::string> owned(32);
+      std::vector<std::string_view> batch(32);
+      std::vector<std::string> values;
+      std::vector<Status> statuses;
+      while (!stop.load()) {
+        for (size_t j = 0; j < owned.size(); j++) {
+          owned[j] = key(static_cast<int>(rng.uniform(0, keys - 1)));
+          batch[j] = owned[j];
+        }
+        if (!t_->getMany(batch, &values, &statuses).ok()) bad++;
+        for (size_t j = 0; j < batch.size(); j++) {
+          if (statuses[j].isNotFound()) continue;
+          if (!statuses[j].ok() || !isValueOfTag(values[j])) bad++;
+          got++;
+        }
+      }
+    });
+  }
+  std::thread writer([&] {
+    Rng rng(20);
+    for (int op = 0; op < scaled(150000, 10000); op++) {
+      const std::string k = key(static_cast<int>(rng.uniform(0, keys - 1)));
+      if (rng.chance(0.3)) {
+        (void)t_->del(k);
+        continue;
+      }
+      // One value in ten on a page of its own or several.
+      const uint32_t tag = rng.chance(0.1) ? static_cast<uint32_t>(rng.uniform(1, 1u << 28)) : smallTag(rng);
+      if (!t_->put(k, valueOfTag(tag)).ok()) bad++;
+    }
+  });
+  writer.join();
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(got.load(), 0u);
+  std::printf("[ getMany  ] %llu values read while the writer ran\n", static_cast<unsigned long long>(got.load()));
+  expectCheckOk(db_.get());
+}
+
+}  // namespace
