@@ -487,7 +487,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   }
   if (opts.workload == "tpcc") {
     json << ",\"tpcc_warehouse\":" << jsonString(opts.tpccRandomWarehouse ? "random" : "home")
-         << ",\"tpcc_locks\":" << jsonString(opts.tpccLocks ? "on" : "off");
+         << ",\"tpcc_locks\":" << jsonString(opts.tpccLocks ? "on" : "off")
+         << ",\"tpcc_get_many\":" << jsonString(opts.tpccGetMany ? "on" : "off");
   }
   if (opts.check) json << ",\"check\":" << (result.ok ? "\"ok\"" : "\"failed\"");
   json << "}";

@@ -53,6 +53,10 @@ struct RunOptions {
   // transaction locks, only each operation's own atomicity, as the original vmcache code
   // runs TPC-C. For comparing with it; the consistency conditions may then fail.
   bool tpccLocks = true;
+  // tpcc: new-order's item reads and stock-level's stock reads, which are independent of
+  // each other, as one Session::getMany; false (--tpcc-get-many=off): one get each, as
+  // the original vmcache code reads them.
+  bool tpccGetMany = true;
   // Workers of the measured phase (their tid is 0 .. workers()-1).
   unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }
 };

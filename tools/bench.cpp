@@ -29,6 +29,7 @@ void printBenchHelp() {
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
       "                     [--tpcc-warehouse=home|random] [--tpcc-locks=on|off]\n"
+      "                     [--tpcc-get-many=on|off]\n"
       "                     [--warmup=S] [--trace=FILE]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
@@ -72,6 +73,8 @@ void printBenchHelp() {
       "the original vmcache code runs TPC-C; default home: each worker on its own.\n"
       "--tpcc-locks=off (tpcc): no transaction locks, only each operation's atomicity, as\n"
       "the original vmcache code runs it (for comparing with it; not with --check).\n"
+      "--tpcc-get-many=off (tpcc): new-order's item reads and stock-level's stock reads\n"
+      "one get each, as the original vmcache code reads them; default on: one getMany.\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -160,6 +163,7 @@ int cmdBench(int argc, char** argv) {
              {"scan-length", true},
              {"tpcc-warehouse", true},
              {"tpcc-locks", true},
+             {"tpcc-get-many", true},
              {"warmup", true},
              {"trace", true},
              {"vmstore-config", true}});
@@ -200,10 +204,15 @@ int cmdBench(int argc, char** argv) {
   }
   if (args.has("tpcc-warehouse") && opts.workload != "tpcc") throw UsageError("--tpcc-warehouse is for tpcc");
   opts.tpccRandomWarehouse = warehouse == "random";
-  const std::string tpccLocks = args.str("tpcc-locks", "on");
-  if (tpccLocks != "on" && tpccLocks != "off") throw UsageError("--tpcc-locks=" + tpccLocks + ": use on or off");
-  if (args.has("tpcc-locks") && opts.workload != "tpcc") throw UsageError("--tpcc-locks is for tpcc");
-  opts.tpccLocks = tpccLocks == "on";
+  // --NAME=on|off of the tpcc workload (default on).
+  auto tpccSwitch = [&](const std::string& name) {
+    const std::string v = args.str(name, "on");
+    if (v != "on" && v != "off") throw UsageError("--" + name + "=" + v + ": use on or off");
+    if (args.has(name) && opts.workload != "tpcc") throw UsageError("--" + name + " is for tpcc");
+    return v == "on";
+  };
+  opts.tpccLocks = tpccSwitch("tpcc-locks");
+  opts.tpccGetMany = tpccSwitch("tpcc-get-many");
   if (!opts.tpccLocks && opts.check) {
     throw UsageError("--check with --tpcc-locks=off: without the lock table concurrent transactions may break "
                      "TPC-C's consistency conditions (drop --check, or use --tpcc-locks=on)");

@@ -110,6 +110,7 @@ void TpccWorkload::run(Session& session, unsigned tid, const RunOptions& opts,
                        const std::atomic<bool>& stop, ThreadCounter& counter) {
   prepare(warehousesOf(opts));
   shared_.locks->setEnabled(opts.tpccLocks);
+  shared_.getMany = opts.tpccGetMany;
   Worker worker(session, shared_, tid, seed_ ^ (0x2545f4914f6cdd1dULL * (tid + 101)));
   while (!stop.load(std::memory_order_relaxed)) {
     if (opts.tpccRandomWarehouse) worker.moveToRandomWarehouse();

@@ -105,6 +105,7 @@ struct Shared {
   uint32_t warehouses = 0;
   NURandConstants c;
   std::unique_ptr<LockTable> locks;
+  bool getMany = true;  // RunOptions::tpccGetMany
   // Workers created so far: worker number n (from 1) adds history rows under origin n.
   std::atomic<uint32_t> workers{0};
 };
@@ -146,7 +147,29 @@ class Worker {
   uint64_t historySeq_ = 0;
   uint64_t rolledBack_ = 0;
   std::string v_;  // value buffer reused across gets
+  // Independent reads of n rows of one table (new-order's items, stock-level's stock):
+  // found_[i] and values_[i] for keyOf(i). One Session::getMany, or (--tpcc-get-many=off)
+  // one get per row, as the original vmcache code reads them.
+  template <class KeyOf>
+  void readMany(int table, size_t n, KeyOf&& keyOf) {
+    keys_.resize(n);
+    keyViews_.resize(n);
+    values_.resize(n);
+    found_.resize(n);
+    for (size_t i = 0; i < n; i++) keys_[i] = keyOf(i);
+    if (!sh_.getMany) {
+      for (size_t i = 0; i < n; i++) found_[i] = s_.get(table, keys_[i].view(), &values_[i]);
+      return;
+    }
+    for (size_t i = 0; i < n; i++) keyViews_[i] = keys_[i].view();
+    s_.getMany(table, keyViews_, &values_, &found_);
+  }
+
   std::vector<uint32_t> ids_;
+  std::vector<Key> keys_;  // readMany's, reused
+  std::vector<std::string_view> keyViews_;
+  std::vector<std::string> values_;
+  std::vector<bool> found_;
   // Results a terminal would display, kept so that the work is not optimised away.
   double lastTotal_ = 0;
   uint32_t lowStock_ = 0;

@@ -136,13 +136,14 @@ bool Worker::newOrder() {
   // been written.
   ItemRow item;
   int64_t price[kMaxOrderLines];
+  readMany(kItem, olCnt, [&](uint32_t i) { return itemKey(itemId[i]); });
   for (uint32_t i = 0; i < olCnt; ++i) {
-    if (!s_.get(kItem, itemKey(itemId[i]), &v_)) {
+    if (!found_[i]) {
       s_.abort();
       ++rolledBack_;
       return false;
     }
-    rowOrThrow(v_, &item, "item");
+    rowOrThrow(values_[i], &item, "item");
     price[i] = item.i_price;
   }
 
@@ -429,9 +430,10 @@ void Worker::stockLevel() {
   ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
   uint32_t low = 0;
   StockRow sr;
-  for (uint32_t i : ids_) {
-    if (!s_.get(kStock, stockKey(w, i), &v_)) continue;
-    rowOrThrow(v_, &sr, "stock");
+  readMany(kStock, ids_.size(), [&](size_t j) { return stockKey(w, ids_[j]); });
+  for (size_t j = 0; j < ids_.size(); j++) {
+    if (!found_[j]) continue;
+    rowOrThrow(values_[j], &sr, "stock");
     if (sr.s_quantity < threshold) ++low;
   }
   lowStock_ = low;

@@ -171,6 +171,7 @@ TEST_P(WorkloadOnEngine, RunsAtTinyScale) {
   EXPECT_EQ(json.count("tlb_shootdowns"), 1u);
   if (c.workload == "tpcc") {  // the mode is in the results
     EXPECT_EQ(json["tpcc_locks"], "on");
+    EXPECT_EQ(json["tpcc_get_many"], "on");
     EXPECT_EQ(json["tpcc_warehouse"], "home");
   }
   if (json["evictions"] == "0") {  // a 64 MiB pool holds the tiny data: nothing evicted

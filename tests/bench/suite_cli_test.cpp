@@ -56,6 +56,8 @@ TEST(BenchOptions, BadScanLengthAndWarmupAreUsageErrors) {
                                   {{"lookup", "--tpcc-locks=off", db}, "--tpcc-locks is for tpcc"},
                                   {{"tpcc", "--tpcc-locks=maybe", db}, "--tpcc-locks=maybe: use on or off"},
                                   {{"tpcc", "--tpcc-locks=off", "--check", db}, "--check with --tpcc-locks=off"},
+                                  {{"lookup", "--tpcc-get-many=off", db}, "--tpcc-get-many is for tpcc"},
+                                  {{"tpcc", "--tpcc-get-many=yes", db}, "--tpcc-get-many=yes: use on or off"},
                                   // A bare option before another is missing its value, not given that one.
                                   {{"tpcc", "--tpcc-locks", "--check", db}, "option --tpcc-locks needs a value"},
                               });

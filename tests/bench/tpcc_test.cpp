@@ -112,6 +112,14 @@ TEST(BenchTpcc, ConsistentAfterConcurrentRunOnVmstore) {
   problems = workload->check(*engine, opts);
   EXPECT_TRUE(problems.empty()) << "after 4 workers (" << tx << " tx):\n" << joined(problems);
 
+  // The items and stock rows read one get at a time (--tpcc-get-many=off) instead of
+  // with getMany.
+  opts.tpccGetMany = false;
+  tx = runWorkers(*engine, *workload, opts, 4, 1.0);
+  EXPECT_GT(tx, 50u);
+  problems = workload->check(*engine, opts);
+  EXPECT_TRUE(problems.empty()) << "after 4 workers with gets (" << tx << " tx):\n" << joined(problems);
+
   // check() itself: damage a few rows and expect the matching violations.
   {
     namespace t = vmstore::bench::tpcc;
