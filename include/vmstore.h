@@ -201,15 +201,20 @@ enum { VMS_UPDATE_KEEP = 0, VMS_UPDATE_PUT = 1, VMS_UPDATE_DELETE = 2 };
 #define VMS_EUSER (-100)
 typedef int (*vms_update_fn)(void* ctx, const void* val, size_t vlen, const void** newval, size_t* newlen);
 int vms_update(vms_tree* t, const void* key, size_t klen, vms_update_fn fn, void* ctx);
-/* n lookups with their page misses in flight together: they run as tasks of the calling
- * thread (up to 64 at once), and a lookup that misses suspends while the others go on,
- * so one thread keeps many reads in flight (config io=uring, the default). Lookup i is
+/* n lookups together. The keys whose pages are in memory descend the B+tree side by
+ * side, a step of each in turn, each step requesting the memory its next step reads, so
+ * that their cache misses overlap (in memory, several times the lookups per second of
+ * one vms_get after another). The others (pages to read from storage, values on pages of
+ * their own) run as tasks of the calling thread (up to 64 at once): a lookup that misses
+ * suspends while the others go on, so one thread keeps many reads in flight (config
+ * io=uring, the default). Lookup i is
  * vms_get(t, keys[i], klens[i], bufs[i], caps[i], &vlens[i]) with its result in rcs[i]
  * (VMS_OK, VMS_NOTFOUND, or an error such as VMS_EINVAL for a NULL or empty key).
  * bufs and caps may both be NULL (lengths only); bufs[i] may be NULL when caps[i] is 0.
  * Returns VMS_OK when it could run them all; VMS_EINVAL (nothing looked up) when t is
  * NULL or, with n > 0, keys, klens, vlens or rcs is NULL, or only one of bufs and caps.
- * Inside a task (vms_tasks_submit) the lookups run one after another in that task. */
+ * Inside a task (vms_tasks_submit) the lookup tasks run beside it on its thread, and it
+ * waits for them. */
 int vms_get_many(vms_tree* t, size_t n, const void* const* keys, const size_t* klens, void* const* bufs,
                  const size_t* caps, size_t* vlens, int* rcs);
 

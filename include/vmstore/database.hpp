@@ -143,11 +143,14 @@ class Tree {
   // that holds a view of the same tree.
   Status getRange(std::string_view key, size_t offset, std::span<std::byte> buf, size_t* copied,
                   size_t* vlen) const;
-  // Looks up every key with their page misses in flight together: the lookups run as
-  // tasks of the calling thread (up to kGetManyInFlight at once), and a task that misses
-  // suspends while the others go on, so one thread keeps many reads in flight (with
-  // io=uring, the default; io=sync reads one page at a time). Inside a task of a
-  // TaskPool the lookups run one after another in that task (its misses suspend it).
+  // Looks up every key, the lookups overlapping. The keys whose pages are in memory
+  // descend the tree side by side, a step of each in turn, each step requesting the
+  // memory its next step reads, so that their cache misses overlap. The others (pages to
+  // read, values on pages of their own) run as tasks of the calling thread (up to
+  // kGetManyInFlight at once), and a task that misses suspends while the others go on,
+  // so one thread keeps many reads in flight (with io=uring, the default; io=sync reads
+  // one page at a time). Inside a task of a TaskPool those tasks run beside it on its
+  // thread, and it waits for them.
   // (*statuses)[i] is the status of keys[i] as get() gives it (NotFound when absent) and
   // (*values)[i] its value (empty unless OK); both are resized to keys.size(). Returns
   // OK when it could run them all; otherwise the error (a null output, a closed

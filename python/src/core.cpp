@@ -358,8 +358,8 @@ class TreeCore {
     return toBytes(std::string_view(buf, vlen));
   }
 
-  // The value of each key (dflt where absent), looked up together with their page
-  // misses in flight (Tree::getMany), without the GIL.
+  // The value of each key (dflt where absent), looked up together (Tree::getMany: cache
+  // misses overlapping, page misses in flight together), without the GIL.
   nb::list getMany(nb::handle keys, nb::handle dflt) {
     s_->checkUsable();
     PyObject* seq = PySequence_Fast(keys.ptr(), "keys must be an iterable of bytes");
@@ -906,7 +906,7 @@ NB_MODULE(_core, m) {
       .def("contains", &TreeCore::contains, "key"_a, "True when the key is present.")
       .def("view", &TreeCore::view, "key"_a, "The value in place as a read-only memoryview, or None.")
       .def("get_many", &TreeCore::getMany, "keys"_a, "default"_a.none() = nb::none(),
-           "The value of each key (default where absent), their misses in flight together.")
+           "The value of each key (default where absent), looked up together: their cache misses overlap, and their reads from storage are in flight together.")
       .def("setitem", &TreeCore::setitem, "key"_a, "value"_a, "Inserts or replaces.")
       .def("remove", &TreeCore::remove, "key"_a, "Deletes; False when the key was absent.")
       .def("delitem", &TreeCore::delitem, "key"_a, "Deletes; KeyError when absent.")
