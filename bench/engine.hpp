@@ -117,7 +117,8 @@ class Session {
   virtual bool get(int table, std::string_view key, std::string* value) = 0;
   // Looks up keys.size() keys: found[i] tells whether keys[i] is present, values[i] its
   // value (vectors resized to keys.size()). By default get() per key; vmstore overrides
-  // it with Tree::getMany (misses in flight together).
+  // it with Tree::getMany (the keys descend together, misses in flight together),
+  // RocksDB with MultiGet.
   virtual void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                        std::vector<bool>* found) {
     values->resize(keys.size());
