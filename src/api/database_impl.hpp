@@ -124,8 +124,9 @@ class DatabaseImpl {
   // pages of their own, a race, a bad key's error) one by one as tasks of the calling
   // thread, their misses in flight together: getOne(i) looks up key i, as get() does,
   // and returns its status. copy may be called for a key that ends with getOne, with
-  // bytes that were never its value (see lookupResident): it must only copy them. Neither
-  // may throw.
+  // bytes that were never its value (see lookupResident): it must only copy them. If copy
+  // throws (no memory for a value), the keys of its group go to getOne; getOne must not
+  // throw.
   Status getMany(TreeImpl* t, std::span<const std::string_view> keys, std::span<Status> statuses,
                  const std::function<void(size_t, Bytes)>& copy, const std::function<Status(size_t)>& getOne);
   Status del(TreeImpl* t, std::string_view key);

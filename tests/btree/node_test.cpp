@@ -1,6 +1,6 @@
 // Unit tests of btree/node.hpp: the slotted B+tree node on a 4 KiB buffer: fences and
 // prefix truncation, key heads, hints, insert/lowerBound/remove, compaction, splits
-// (and that chooseSplit's halves always fit), merges and verify().
+// (and that chooseSplit's halves always fit), merges and verify(); lowerBound's two halves.
 #include "btree/node.hpp"
 
 #include <gtest/gtest.h>
@@ -169,6 +169,16 @@ TEST(BTreeNode, InsertLowerBoundRemove) {
   EXPECT_EQ(n->payloadLen(p), 12u);
 }
 
+// lowerBound, checked against its two halves (searchStart then searchFinish, as the
+// B+tree's side-by-side lookups call them): both give the same position and found.
+unsigned search(const BTreeNode* n, Bytes key, bool* found) {
+  const unsigned pos = n->lowerBound(key, found);
+  bool foundByHalves = !*found;
+  EXPECT_EQ(n->searchFinish(key, n->searchStart(key), &foundByHalves), pos) << str(key);
+  EXPECT_EQ(foundByHalves, *found) << str(key);
+  return pos;
+}
+
 TEST(BTreeNode, PrefixTruncation) {
   Node n(true, "user:0100", "user:0200");
   EXPECT_EQ(n->prefixLen, 6);
@@ -192,17 +202,17 @@ TEST(BTreeNode, PrefixTruncation) {
     EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), len), keys[i].substr(0, 7));
     EXPECT_EQ(n->slot[i].head, keyHead(n->keySuffix(i), n->slot[i].keyLen)) << "head of the suffix";
     bool found;
-    EXPECT_EQ(n->lowerBound(b(keys[i]), &found), i);
+    EXPECT_EQ(search(n.n, b(keys[i]), &found), i);
     EXPECT_TRUE(found);
   }
   bool found;
-  EXPECT_EQ(n->lowerBound(b("user"), &found), 0u) << "a proper prefix of the node prefix";
-  EXPECT_EQ(n->lowerBound(b("user:0"), &found), 0u);
-  EXPECT_EQ(n->lowerBound(b("user:00"), &found), 0u);
-  EXPECT_EQ(n->lowerBound(b("aaaa"), &found), 0u);
-  EXPECT_EQ(n->lowerBound(b("user:1"), &found), n->count);
-  EXPECT_EQ(n->lowerBound(b("zzz"), &found), n->count);
-  EXPECT_EQ(n->lowerBound(b("user:0199"), &found), 3u);
+  EXPECT_EQ(search(n.n, b("user"), &found), 0u) << "a proper prefix of the node prefix";
+  EXPECT_EQ(search(n.n, b("user:0"), &found), 0u);
+  EXPECT_EQ(search(n.n, b("user:00"), &found), 0u);
+  EXPECT_EQ(search(n.n, b("aaaa"), &found), 0u);
+  EXPECT_EQ(search(n.n, b("user:1"), &found), n->count);
+  EXPECT_EQ(search(n.n, b("zzz"), &found), n->count);
+  EXPECT_EQ(search(n.n, b("user:0199"), &found), 3u);
   EXPECT_FALSE(found);
   EXPECT_EQ(n->verify(), "");
   // Space accounting uses the truncated length.
@@ -234,10 +244,10 @@ TEST(BTreeNode, HintsFindEveryKey) {
     unsigned pos = 0;
     for (const std::string& k : model) {
       bool found = false;
-      ASSERT_EQ(n->lowerBound(b(k), &found), pos) << "variant " << variant;
+      ASSERT_EQ(search(n.n, b(k), &found), pos) << "variant " << variant;
       ASSERT_TRUE(found);
       std::string above = k + '\0';
-      ASSERT_EQ(n->lowerBound(b(above), &found), pos + 1);
+      ASSERT_EQ(search(n.n, b(above), &found), pos + 1);
       ASSERT_FALSE(found);
       pos++;
     }
@@ -247,7 +257,7 @@ TEST(BTreeNode, HintsFindEveryKey) {
       for (auto& c : k) c = static_cast<char>(rng() % 256);
       if (variant == 2 && i % 2) k = "same" + numKey("", static_cast<unsigned>(rng() % 100000)) + "x";
       bool found;
-      unsigned got = n->lowerBound(b(k), &found);
+      unsigned got = search(n.n, b(k), &found);
       unsigned want = static_cast<unsigned>(std::distance(model.begin(), model.lower_bound(k)));
       ASSERT_EQ(got, want) << "variant " << variant;
       ASSERT_EQ(found, model.count(k) == 1);
