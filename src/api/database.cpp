@@ -92,14 +92,15 @@ Status Tree::getMany(std::span<const std::string_view> keys, std::vector<std::st
   if (values == nullptr || statuses == nullptr) return Status::InvalidArgument("getMany: values or statuses is null");
   values->resize(keys.size());
   statuses->assign(keys.size(), Status::OK());
-  return impl_->db->getMany(
+  Status st = impl_->db->getMany(
       impl_, keys, *statuses,
       [&](size_t i, internal::Bytes value) { (*values)[i].assign(reinterpret_cast<const char*>(value.data()), value.size()); },
-      [&](size_t i) {
-        Status st = impl_->db->get(impl_, keys[i], &(*values)[i]);
-        if (!st.ok()) (*values)[i].clear();
-        return st;
-      });
+      [&](size_t i) { return impl_->db->get(impl_, keys[i], &(*values)[i]); });
+  // Empty unless OK (values may hold a caller's earlier results, or a torn copy).
+  for (size_t i = 0; i < keys.size(); i++) {
+    if (!(*statuses)[i].ok()) (*values)[i].clear();
+  }
+  return st;
 }
 Status Tree::getMany(std::span<const std::string_view> keys, std::span<const std::span<std::byte>> bufs,
                      std::span<size_t> vlens, std::span<Status> statuses) const {
@@ -113,7 +114,10 @@ Status Tree::getMany(std::span<const std::string_view> keys, std::span<const std
         if (!bufs[i].empty()) std::memcpy(bufs[i].data(), value.data(), std::min(value.size(), bufs[i].size()));
         vlens[i] = value.size();
       },
-      [&](size_t i) { return impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]); });
+      [&](size_t i) {
+        vlens[i] = 0;  // a copy of torn bytes may have set it; get sets it only when found
+        return impl_->db->get(impl_, keys[i], bufs[i], &vlens[i]);
+      });
 }
 Status Tree::putReserve(std::string_view key, size_t len,
                         const std::function<Status(std::span<std::byte>)>& fill) {
