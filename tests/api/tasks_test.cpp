@@ -59,7 +59,7 @@ TEST(GetMany, EveryKindOfResult) {
   std::vector<std::string> owned = {numKey("k", 5), numKey("absent", 1), "", std::string(vmstore::kMaxKeySize + 1, 'x'),
                                     numKey("k", 99)};
   for (auto& k : owned) keys.push_back(k);
-  std::vector<std::string> values{"stale"};
+  std::vector<std::string> values(keys.size(), "stale");  // an earlier call's results: replaced or emptied
   std::vector<vmstore::Status> statuses;
   VMS_ASSERT_OK(t->getMany(keys, &values, &statuses));
   ASSERT_EQ(values.size(), keys.size());
