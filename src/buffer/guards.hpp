@@ -76,8 +76,7 @@ class GuardO {
 
   // Throws Restart unless every read since construction saw a consistent page.
   void validate() const {
-    if (pid_ == kNoPage) return;
-    if (!bm_->optimisticValid(pid_, page_, version_)) {
+    if (!valid()) {
       bm_->countRestart();
       throw Restart{};
     }
