@@ -1334,6 +1334,38 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
   return log_.waitDurable(commit);
 }
 
+void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteScratch& x) {
+  // Per tree, its puts' leaves found side by side (BTree::locateLeaves) when there are
+  // enough of them for their descents to overlap and they are not in ascending order;
+  // the others take the hints of LeafHints alone.
+  const size_t n = batchOps.size();
+  x.leaves.assign(n, BTree::LeafHint{});
+  for (size_t first = 0; first < n; first++) {
+    TreeImpl* const tree = x.trees[first];
+    if (!batchOps[first].isPut || (first > 0 && std::find(x.trees.begin(), x.trees.begin() + first, tree) !=
+                                                     x.trees.begin() + first)) {
+      continue;  // a delete, or a tree already done
+    }
+    x.keys.clear();
+    x.index.clear();
+    for (size_t i = first; i < n; i++) {
+      if (x.trees[i] != tree || !batchOps[i].isPut) continue;
+      x.keys.push_back(asBytes(batchOps[i].key));
+      x.index.push_back(i);
+    }
+    // Keys in ascending order (rows added in order, a sorted load) mostly share leaves,
+    // which the hint of the last write already gives, one after another; finding each
+    // of them first would be a descent each for nothing.
+    if (x.keys.size() < kLocatedPuts ||
+        std::is_sorted(x.keys.begin(), x.keys.end(), [](Bytes a, Bytes b) { return compareBytes(a, b) < 0; })) {
+      continue;
+    }
+    x.found.resize(x.keys.size());
+    tree->btree.locateLeaves(x.keys, x.found);
+    for (size_t k = 0; k < x.index.size(); k++) x.leaves[x.index[k]] = x.found[k];
+  }
+}
+
 Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
   ScratchLease lease;
   WriteScratch& x = *lease;
@@ -1365,15 +1397,18 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
     if (x.undo.size() < n) x.undo.resize(n);
     x.undone = 0;
     Status st = guarded([&] {
+      locateLeaves(batchOps, x);
       for (size_t i = 0; i < n; i++) {
         const WriteBatch::Op& op = batchOps[i];
         WriteScratch::Undo& u = x.undo[i];
         TreeImpl* const tree = x.trees[i];
         u.had = false;
         if (op.isPut) {
-          // The leaf this thread's last write of the tree went to (api/leaf_hints.hpp):
-          // keys added in order, and rows written again, often share it.
+          // The leaf found for the key (locateLeaves), unless it is the one this
+          // thread's last write of the tree went to (api/leaf_hints.hpp), whose version
+          // is newer: keys added in order, and rows written again, often share it.
           BTree::LeafHint hint = LeafHints::of(tree->serial);
+          if (x.leaves[i].pid != kNoPage && x.leaves[i].pid != hint.pid) hint = x.leaves[i];
           // One descent for the undo image and, when the new value has the old one's size
           // (a row update), the write in place; otherwise a put.
           bool inPlace = tree->btree.updateInPlace(

@@ -78,6 +78,7 @@
 namespace vmstore::internal {
 
 class DatabaseImpl;
+struct WriteScratch;
 
 class TreeImpl {
  public:
@@ -137,6 +138,11 @@ class DatabaseImpl {
   // its trees is of another database.
   // commit: as in writeUnder (Database::write / writeNoWait).
   Status write(const WriteBatch& batch, uint64_t* commit = nullptr);
+  // write(): x.leaves[i], the leaf of op i found side by side with the others of its
+  // tree (BTree::locateLeaves) when the tree has at least kLocatedPuts puts in the batch,
+  // not in ascending key order; else empty.
+  static constexpr size_t kLocatedPuts = 4;
+  void locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteScratch& x);
   // Database::waitDurable: the write with this commit point is as durable as the
   // durability mode makes a write when its call returns.
   Status waitDurable(uint64_t commit);

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "btree/btree.hpp"
 #include "sync/key_locks.hpp"
 #include "wal/log_record.hpp"
 
@@ -38,6 +39,12 @@ struct WriteScratch {
   std::string patches;  // the patches of a batch's same-size puts, end to end
   std::string one;      // one patch (a batch's next, or an update's)
   std::vector<std::pair<size_t, size_t>> at;  // each op's patch in patches; length 0: none
+  // Each op's leaf, found before the batch applies (BTree::locateLeaves; empty: none),
+  // and the keys, op indexes and leaves of one tree's puts while they are found.
+  std::vector<BTree::LeafHint> leaves;
+  std::vector<Bytes> keys;
+  std::vector<size_t> index;
+  std::vector<BTree::LeafHint> found;
 };
 
 class ScratchLease {

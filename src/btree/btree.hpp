@@ -116,7 +116,7 @@ class BasicBTree {
 
   // A leaf a caller has just written to, kept for its next write of a nearby key (the
   // sorted keys of a batch, Database::write): its page and the version the caller's
-  // release gave it. A page whose version is still that one has not changed since, so it
+  // release gave it (or, from locateLeaves, the version it had when found). A page whose version is still that one has not changed since, so it
   // is the same leaf of this tree with the same fences; the write then goes to it without
   // descending from the root, when the key is within its fences (and, for an insert, the
   // entry fits). Otherwise (changed, evicted, freed, another key range) the write
@@ -127,6 +127,15 @@ class BasicBTree {
     uint64_t pid = kNoPage;
     uint64_t version = 0;
   };
+  // The leaves the writes of keys will go to, found side by side the way lookupResident
+  // finds values (one step of each key in turn, each requesting what its next step
+  // reads), so that a batch's writes of scattered keys do not each wait for the cache
+  // misses of a descent of their own. out[i] is the hint of the leaf that covered
+  // keys[i] when it was read, or an empty hint where the walk could not tell (a page
+  // not resident or locked, a node that changed, a dropped tree). Holds nothing, reads
+  // nothing from storage. A hint is checked when a write takes it: one made stale by a
+  // write in between costs that write a descent, nothing else.
+  void locateLeaves(std::span<const Bytes> keys, std::span<LeafHint> out);
   void put(Bytes key, Bytes value, LeafHint* hint = nullptr);
   // Writing a value in place (no second copy of it), in three steps: allocValue makes
   // the value's page (of a value too large for a leaf: key.size() + len >
@@ -247,6 +256,10 @@ class BasicBTree {
   uint64_t countKeys();
 
  private:
+  // lookupResident (kLocate false: out) and locateLeaves (kLocate true: leaves, each
+  // key's walk ending at its leaf).
+  template <bool kLocate>
+  void walkResident(std::span<const Bytes> keys, Lookup* out, LeafHint* leaves, Copier copy, void* ctx);
   // Puts savedRoot's content back into the (exclusively held) root: undoes drop().
   static void restoreRoot(BTreeNode* root, const Page* savedRoot);
   struct ValueRef {

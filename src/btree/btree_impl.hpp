@@ -113,6 +113,17 @@ void BasicBTree<BM>::descend(Bytes key, NodeO* parent, NodeO* node, uint64_t sto
 
 template <class BM>
 void BasicBTree<BM>::lookupResident(std::span<const Bytes> keys, std::span<Lookup> out, Copier copy, void* ctx) {
+  walkResident<false>(keys, out.data(), nullptr, copy, ctx);
+}
+
+template <class BM>
+void BasicBTree<BM>::locateLeaves(std::span<const Bytes> keys, std::span<LeafHint> out) {
+  walkResident<true>(keys, nullptr, out.data(), nullptr, nullptr);
+}
+
+template <class BM>
+template <bool kLocate>
+void BasicBTree<BM>::walkResident(std::span<const Bytes> keys, Lookup* out, LeafHint* leaves, Copier copy, void* ctx) {
   // A key's next step. Each step requests the lines its next step reads.
   enum Step : uint8_t {
     kVisit,   // the node `next` (state word and header requested): hold it, start its search
@@ -137,7 +148,11 @@ void BasicBTree<BM>::lookupResident(std::span<const Bytes> keys, std::span<Looku
     Walk walk[kLookupGroup];
     size_t active = n;
     auto finish = [&](size_t i, Lookup result) {
-      out[base + i] = result;
+      if constexpr (kLocate) {
+        if (result == Lookup::kLeft) leaves[base + i] = LeafHint{};
+      } else {
+        out[base + i] = result;
+      }
       walk[i].step = kDone;
       walk[i].node = NodeO();
       active--;
@@ -156,6 +171,13 @@ void BasicBTree<BM>::lookupResident(std::span<const Bytes> keys, std::span<Looku
                 (atRoot && node->dropped())) {
               finish(i, Lookup::kLeft);
               break;
+            }
+            if constexpr (kLocate) {
+              if (node->isLeaf()) {  // its version now: a write that finds it unchanged may go to it
+                leaves[base + i] = LeafHint{w.next, PageState::versionOf(node.version())};
+                finish(i, Lookup::kFound);
+                break;
+              }
             }
             w.node = std::move(node);
             w.search = w.node->searchStart(key);

@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <random>
+#include <tuple>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +163,70 @@ TEST_F(LeafHintsDb, BatchesAlternatingBetweenTreesKeepTheirOwnKeysAndShareHintsW
   // the insert), each through the hint; from the root it would take height + 1 or more.
   double perPut = static_cast<double>(hits() - before) / more;
   EXPECT_LT(perPut, 2.5) << "page accesses per ascending one-put batch, height " << shape.height;
+}
+
+// Batches of scattered keys in no order, several per tree (so each tree's leaves are
+// found side by side first: BTree::locateLeaves), from two threads whose keys
+// interleave in two trees with interleaved keys: values of every size (leaves split and
+// merge under the found hints), deletes, and the same key twice in a batch. Each tree
+// ends as the writes say.
+TEST_F(LeafHintsDb, BatchesOfScatteredKeysFromTwoThreadsEndAsTheirWritesSay) {
+  vmstore::Tree* b = nullptr;
+  VMS_ASSERT_OK(db_->openTree("b", true, &b));
+  const int threads = 2;
+  std::vector<std::map<std::string, std::string>> wantA(threads), wantB(threads);
+  std::vector<std::thread> ts;
+  for (int th = 0; th < threads; th++) {
+    ts.emplace_back([&, th] {
+      std::mt19937_64 rng(100 + th);
+      vmstore::WriteBatch batch;
+      for (int round = 0; round < 600; round++) {
+        batch.clear();
+        std::vector<std::tuple<vmstore::Tree*, std::string, std::optional<std::string>>> done;
+        const int ops = 4 + static_cast<int>(rng() % 40);
+        for (int i = 0; i < ops; i++) {
+          vmstore::Tree* t = rng() % 2 == 0 ? t_ : b;
+          // Keys of the two threads interleave (even and odd), in a range the splits cover.
+          std::string key = numKey("k", (rng() % 20000) * threads + th);
+          if (i > 0 && rng() % 10 == 0) key = std::get<1>(done[rng() % done.size()]);  // again
+          Status s;
+          if (rng() % 8 == 0) {
+            s = batch.del(t, key);
+            done.emplace_back(t, key, std::nullopt);
+          } else {
+            std::string value = taggedValue(key, static_cast<uint32_t>(round), 1 + rng() % 300);
+            s = batch.put(t, key, value);
+            done.emplace_back(t, key, value);
+          }
+          if (!s.ok()) ADD_FAILURE() << s.toString();
+        }
+        Status s = db_->write(batch);
+        if (!s.ok()) {
+          ADD_FAILURE() << s.toString();
+          return;
+        }
+        for (auto& [t, key, value] : done) {
+          auto& want = t == t_ ? wantA[th] : wantB[th];
+          if (value) {
+            want[key] = *value;
+          } else {
+            want.erase(key);
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  std::map<std::string, std::string> allA, allB;
+  for (int th = 0; th < threads; th++) {
+    allA.insert(wantA[th].begin(), wantA[th].end());
+    allB.insert(wantB[th].begin(), wantB[th].end());
+  }
+  EXPECT_EQ(diffKV(scanForward(t_), toKV(allA)), "");
+  EXPECT_EQ(diffKV(scanForward(b), toKV(allB)), "");
+  std::vector<std::string> problems;
+  VMS_EXPECT_OK(db_->check(&problems));
+  for (const std::string& p : problems) ADD_FAILURE() << p;
 }
 
 // Several threads insert ascending keys of their own, interleaved in one key space, and

@@ -396,6 +396,101 @@ TEST(BTree, LeafHintsAreTakenOnlyWhileTheLeafIsUnchangedAndCoversTheKey) {
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
+// locateLeaves finds, side by side, the leaf each key's write goes to: an in-place update
+// given a found hint writes that leaf (the hint it leaves names the same page), and one
+// given a fresh hint touches that page alone. Hints made stale by the writes in between
+// (splits, merges, removes) still send every write to its own leaf.
+TEST(BTree, LocateLeavesFindsTheLeafEachKeyIsWrittenTo) {
+  BufferEnv env(treePool());
+  BTree t(*env.bm, BTree::create(*env.bm));
+  Model model;
+  auto key = [](uint64_t i) {
+    char b[16];
+    std::snprintf(b, sizeof b, "k%08llu", static_cast<unsigned long long>(i));
+    return std::string(b);
+  };
+  for (uint64_t i = 0; i < 6000; i++) {
+    std::string v(40, static_cast<char>('a' + i % 26));
+    t.put(asBytes(key(i * 2)), asBytes(v));
+    model[key(i * 2)] = v;
+  }
+  vmstore::TreeShape shape;
+  {
+    std::vector<std::string> problems;
+    std::vector<uint64_t> pages;
+    t.verify(&problems, &pages, &shape);
+    ASSERT_GE(shape.height, 2u) << "one leaf: nothing to find";
+  }
+  std::mt19937_64 rng(11);
+  auto locate = [&](const std::vector<std::string>& keys) {
+    std::vector<vmstore::internal::Bytes> views;
+    for (const std::string& k : keys) views.push_back(asBytes(k));
+    std::vector<BTree::LeafHint> found(keys.size());
+    t.locateLeaves(views, found);
+    return found;
+  };
+  // 300 present keys in no order (more than one group of kLookupGroup): every one found,
+  // in the leaf its update then writes.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; i++) keys.push_back(key((rng() % 6000) * 2));
+  std::vector<BTree::LeafHint> found = locate(keys);
+  for (size_t i = 0; i < keys.size(); i++) {
+    ASSERT_NE(found[i].pid, vmstore::internal::kNoPage) << keys[i] << ": everything is resident";
+    BTree::LeafHint h = found[i];  // stale once another key of its leaf was written
+    std::string v(40, 'x');
+    ASSERT_TRUE(t.updateInPlace(asBytes(keys[i]), [&](const vmstore::internal::Bytes*) { return std::optional(asBytes(v)); }, &h));
+    EXPECT_EQ(h.pid, found[i].pid) << keys[i] << " was found in another leaf than the one it is in";
+    model[keys[i]] = v;
+  }
+  // Fresh hints of keys in different leaves: one page access per update.
+  keys.clear();
+  for (uint64_t i = 0; i < 6000; i += 37) keys.push_back(key(i * 2));
+  found = locate(keys);
+  std::set<uint64_t> used;
+  auto hits = [&] { return env.bm->counters().sum(Counter::kHits); };
+  uint64_t updates = 0;
+  const uint64_t before = hits();
+  for (size_t i = 0; i < keys.size(); i++) {
+    if (!used.insert(found[i].pid).second) continue;  // its leaf was written: the hint is stale
+    BTree::LeafHint h = found[i];
+    std::string v(40, 'y');
+    ASSERT_TRUE(t.updateInPlace(asBytes(keys[i]), [&](const vmstore::internal::Bytes*) { return std::optional(asBytes(v)); }, &h));
+    model[keys[i]] = v;
+    updates++;
+  }
+  ASSERT_GE(updates, 10u);
+  EXPECT_LT(static_cast<double>(hits() - before) / static_cast<double>(updates), 1.5)
+      << "page accesses per update with a found hint, height " << shape.height;
+  // Absent keys and present ones, found, then written after other writes have split,
+  // merged and changed their leaves: each lands where it belongs.
+  for (int round = 0; round < 20; round++) {
+    keys.clear();
+    for (int i = 0; i < 64; i++) keys.push_back(key(rng() % 12000));
+    found = locate(keys);
+    for (int i = 0; i < 200; i++) {  // other writes in between
+      const std::string k = key(rng() % 12000);
+      if (rng() % 3 == 0) {
+        t.remove(asBytes(k));
+        model.erase(k);
+      } else {
+        std::string v(1 + rng() % 200, 'o');
+        t.put(asBytes(k), asBytes(v));
+        model[k] = v;
+      }
+    }
+    for (size_t i = 0; i < keys.size(); i++) {
+      BTree::LeafHint h = found[i];
+      std::string v(1 + rng() % 120, static_cast<char>('A' + i % 26));
+      t.put(asBytes(keys[i]), asBytes(v), &h);
+      model[keys[i]] = v;
+    }
+  }
+  bool present;
+  for (const auto& [k, v] : model) ASSERT_EQ(getValue(t, k, &present), v) << k;
+  EXPECT_EQ(t.countKeys(), model.size());
+  expectSoundAndAccounted(*env.bm, {&t});
+}
+
 // A hint is kept only while its leaf is unchanged: a leaf merged away, its page freed
 // and taken by another tree for a leaf whose fences cover the key, is not written to.
 TEST(BTree, ALeafHintToALeafFreedAndReusedIsNotTaken) {
