@@ -401,7 +401,7 @@ TEST(BTree, LeafHintsAreTakenOnlyWhileTheLeafIsUnchangedAndCoversTheKey) {
 // given a fresh hint touches that page alone. Hints made stale by the writes in between
 // (splits, merges, removes) still send every write to its own leaf.
 TEST(BTree, LocateLeavesFindsTheLeafEachKeyIsWrittenTo) {
-  BufferEnv env(treePool());
+  BufferEnv env(1024);  // pages: the whole tree stays resident (nothing is left unfound)
   BTree t(*env.bm, BTree::create(*env.bm));
   Model model;
   auto key = [](uint64_t i) {
