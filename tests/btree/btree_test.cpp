@@ -311,19 +311,22 @@ TEST(BTree, PutOfAValueNoLongerThanTheOldOneOverwritesItInPlace) {
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
+// "k" and i in eight digits: keys in i's order.
+std::string key8(uint64_t i) {
+  char b[16];
+  std::snprintf(b, sizeof b, "k%08llu", static_cast<unsigned long long>(i));
+  return std::string(b);
+}
+
 // LeafHint: a put or updateInPlace given the hint of the last write goes to that leaf
 // without descending only while it is unchanged and covers the key; a leaf changed by
 // others, split, merged away, evicted or of another key range is found from the root.
 // Whatever the hint, the tree ends as a map given the same writes says.
 TEST(BTree, LeafHintsAreTakenOnlyWhileTheLeafIsUnchangedAndCoversTheKey) {
+  const auto key = key8;
   BufferEnv env(treePool());
   BTree t(*env.bm, BTree::create(*env.bm));
   Model model;
-  auto key = [](uint64_t i) {
-    char b[16];
-    std::snprintf(b, sizeof b, "k%08llu", static_cast<unsigned long long>(i));
-    return std::string(b);
-  };
   // Ascending inserts: with the hint, each goes to the leaf the last one wrote, so
   // each touches one page (without it, a descent touches every level).
   auto hits = [&] { return env.bm->counters().sum(Counter::kHits); };
@@ -401,14 +404,10 @@ TEST(BTree, LeafHintsAreTakenOnlyWhileTheLeafIsUnchangedAndCoversTheKey) {
 // given a fresh hint touches that page alone. Hints made stale by the writes in between
 // (splits, merges, removes) still send every write to its own leaf.
 TEST(BTree, LocateLeavesFindsTheLeafEachKeyIsWrittenTo) {
+  const auto key = key8;
   BufferEnv env(1024);  // pages: the whole tree stays resident (nothing is left unfound)
   BTree t(*env.bm, BTree::create(*env.bm));
   Model model;
-  auto key = [](uint64_t i) {
-    char b[16];
-    std::snprintf(b, sizeof b, "k%08llu", static_cast<unsigned long long>(i));
-    return std::string(b);
-  };
   for (uint64_t i = 0; i < 6000; i++) {
     std::string v(40, static_cast<char>('a' + i % 26));
     t.put(asBytes(key(i * 2)), asBytes(v));
