@@ -1340,18 +1340,16 @@ void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteS
   // the others take the hints of LeafHints alone.
   const size_t n = batchOps.size();
   x.leaves.assign(n, BTree::LeafHint{});
-  for (size_t first = 0; first < n; first++) {
-    TreeImpl* const tree = x.trees[first];
-    if (!batchOps[first].isPut || (first > 0 && std::find(x.trees.begin(), x.trees.begin() + first, tree) !=
-                                                     x.trees.begin() + first)) {
-      continue;  // a delete, or a tree already done
-    }
+  x.index.clear();  // the puts, grouped by tree (in batch order within a tree)
+  for (size_t i = 0; i < n; i++) {
+    if (batchOps[i].isPut) x.index.push_back(i);
+  }
+  std::stable_sort(x.index.begin(), x.index.end(), [&](size_t a, size_t b) { return x.trees[a] < x.trees[b]; });
+  for (size_t first = 0, end = 0; first < x.index.size(); first = end) {
+    TreeImpl* const tree = x.trees[x.index[first]];
     x.keys.clear();
-    x.index.clear();
-    for (size_t i = first; i < n; i++) {
-      if (x.trees[i] != tree || !batchOps[i].isPut) continue;
-      x.keys.push_back(asBytes(batchOps[i].key));
-      x.index.push_back(i);
+    for (end = first; end < x.index.size() && x.trees[x.index[end]] == tree; end++) {
+      x.keys.push_back(asBytes(batchOps[x.index[end]].key));
     }
     // Keys in ascending order (rows added in order, a sorted load) mostly share leaves,
     // which the hint of the last write already gives, one after another; finding each
@@ -1362,7 +1360,7 @@ void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteS
     }
     x.found.resize(x.keys.size());
     tree->btree.locateLeaves(x.keys, x.found);
-    for (size_t k = 0; k < x.index.size(); k++) x.leaves[x.index[k]] = x.found[k];
+    for (size_t k = 0; k < x.keys.size(); k++) x.leaves[x.index[first + k]] = x.found[k];
   }
 }
 

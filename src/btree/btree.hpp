@@ -116,7 +116,8 @@ class BasicBTree {
 
   // A leaf a caller has just written to, kept for its next write of a nearby key (the
   // sorted keys of a batch, Database::write): its page and the version the caller's
-  // release gave it (or, from locateLeaves, the version it had when found). A page whose version is still that one has not changed since, so it
+  // release gave it (or, from locateLeaves, the version it had when found). A page
+  // whose version is still that one has not changed since, so it
   // is the same leaf of this tree with the same fences; the write then goes to it without
   // descending from the root, when the key is within its fences (and, for an insert, the
   // entry fits). Otherwise (changed, evicted, freed, another key range) the write
