@@ -8,14 +8,18 @@
 //            same-size values (in place): a batch finds its leaves side by side first
 //            (BTree::locateLeaves, docs/DESIGN.md "Batches")
 //   insert   batches of --batch puts of random new keys (between the loaded ones)
-// Every 1,000th batch reads one of its keys back (a wrong value stops the run).
+//   delete   batches of --batch deletes of random loaded keys (last, as it empties the
+//            tree: a key deleted already is deleted again, which finds its leaf all the
+//            same)
+// Every 1,000th batch of puts reads one of its keys back (a wrong value stops the run).
 //
 // Database: --dir (missing or empty; default a fresh temporary directory, removed
 // afterwards), --pool (default 4 GiB: the data stays in memory), --durability (default
 // none), --vmstore-config.
 //
-// CSV: one row per configuration, config,batch,puts_per_s. JSON: single_puts_per_s,
-// update_puts_per_s, insert_puts_per_s, batch.
+// CSV: one row per configuration, config,batch,puts_per_s (deletes per second for
+// delete). JSON: single_puts_per_s, update_puts_per_s, insert_puts_per_s,
+// delete_per_s, batch.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -75,7 +79,7 @@ class BatchWrite : public MicroBenchmark {
     std::string stamp(kValueBytes, '\0');
     std::string got;
     // Runs `seconds` of calls, each of `per` puts of keys drawn by `next`; returns puts/s.
-    auto measure = [&](unsigned per, bool batched, auto&& next) {
+    auto measure = [&](unsigned per, bool batched, bool del, auto&& next) {
       uint64_t puts = 0;
       uint64_t calls = 0;
       const double t0 = nowSeconds();
@@ -87,11 +91,14 @@ class BatchWrite : public MicroBenchmark {
           for (unsigned j = 0; j < per; j++) {
             last = keyOf(next());
             std::memcpy(stamp.data(), last.data(), last.size());  // each value names its key
-            check(batched ? batch.put(tree, last, stamp) : tree->put(last, stamp), "put");
+            const Status s = del       ? batch.del(tree, last)
+                             : batched ? batch.put(tree, last, stamp)
+                                       : tree->put(last, stamp);
+            check(s, "put");
           }
           if (batched) check(db->write(batch), "write");
           puts += per;
-          if (calls % 1000 == 0) {
+          if (!del && calls % 1000 == 0) {
             check(tree->get(last, &got), "get");
             if (got != stamp) throw std::runtime_error("batch-write: a key read back a wrong value");
           }
@@ -100,19 +107,22 @@ class BatchWrite : public MicroBenchmark {
       } while (elapsed < seconds);
       return static_cast<double>(puts) / elapsed;
     };
-    const double single = measure(1, false, [&] { return 2 * (rng() % keys); });
-    const double update = measure(batchSize, true, [&] { return 2 * (rng() % keys); });
-    const double insert = measure(batchSize, true, [&] { return 2 * (rng() % keys) + 1; });
+    const double single = measure(1, false, false, [&] { return 2 * (rng() % keys); });
+    const double update = measure(batchSize, true, false, [&] { return 2 * (rng() % keys); });
+    const double insert = measure(batchSize, true, false, [&] { return 2 * (rng() % keys) + 1; });
+    const double erase = measure(batchSize, true, true, [&] { return 2 * (rng() % keys); });
     check(db->close(), "close");
     out << "config,batch,puts_per_s\n";
     out << "single,1," << fmtNumber(single, 0) << '\n';
     out << "update," << batchSize << ',' << fmtNumber(update, 0) << '\n';
     out << "insert," << batchSize << ',' << fmtNumber(insert, 0) << '\n';
+    out << "delete," << batchSize << ',' << fmtNumber(erase, 0) << '\n';
     JsonFields f;
     f.emplace_back("batch", std::to_string(batchSize));
     f.emplace_back("single_puts_per_s", jsonNumber(single, 0));
     f.emplace_back("update_puts_per_s", jsonNumber(update, 0));
     f.emplace_back("insert_puts_per_s", jsonNumber(insert, 0));
+    f.emplace_back("delete_per_s", jsonNumber(erase, 0));
     return f;
   }
 };

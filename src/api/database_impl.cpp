@@ -1335,15 +1335,13 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
 }
 
 void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteScratch& x) {
-  // Per tree, its puts' leaves found side by side (BTree::locateLeaves) when there are
-  // enough of them for their descents to overlap and they are not in ascending order;
-  // the others take the hints of LeafHints alone.
+  // Per tree, the leaves of its writes found side by side (BTree::locateLeaves) when
+  // there are enough of them for their descents to overlap and they are not in
+  // ascending order; the others take the hints of LeafHints alone.
   const size_t n = batchOps.size();
   x.leaves.assign(n, BTree::LeafHint{});
-  x.index.clear();  // the puts, grouped by tree (in batch order within a tree)
-  for (size_t i = 0; i < n; i++) {
-    if (batchOps[i].isPut) x.index.push_back(i);
-  }
+  x.index.resize(n);  // the ops, grouped by tree (in batch order within a tree)
+  for (size_t i = 0; i < n; i++) x.index[i] = i;
   std::stable_sort(x.index.begin(), x.index.end(), [&](size_t a, size_t b) { return x.trees[a] < x.trees[b]; });
   for (size_t first = 0, end = 0; first < x.index.size(); first = end) {
     TreeImpl* const tree = x.trees[x.index[first]];
@@ -1354,7 +1352,7 @@ void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteS
     // Keys in ascending order (rows added in order, a sorted load) mostly share leaves,
     // which the hint of the last write already gives, one after another; finding each
     // of them first would be a descent each for nothing.
-    if (x.keys.size() < kLocatedPuts ||
+    if (x.keys.size() < kLocatedWrites ||
         std::is_sorted(x.keys.begin(), x.keys.end(), [](Bytes a, Bytes b) { return compareBytes(a, b) < 0; })) {
       continue;
     }
@@ -1420,8 +1418,11 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
           if (!inPlace) tree->btree.put(asBytes(op.key), asBytes(op.value), &hint);
           LeafHints::remember(tree->serial, hint);
         } else {
-          u.had = tree->btree.getString(asBytes(op.key), &u.old);
-          tree->btree.remove(asBytes(op.key));
+          // One descent (or none, by the hint) for the undo image and the removal.
+          BTree::LeafHint hint = LeafHints::of(tree->serial);
+          if (x.leaves[i].pid != kNoPage && x.leaves[i].pid != hint.pid) hint = x.leaves[i];
+          u.had = tree->btree.remove(asBytes(op.key), &u.old, &hint);
+          LeafHints::remember(tree->serial, hint);
         }
         x.undone = i + 1;
       }

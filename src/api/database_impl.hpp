@@ -139,9 +139,9 @@ class DatabaseImpl {
   // commit: as in writeUnder (Database::write / writeNoWait).
   Status write(const WriteBatch& batch, uint64_t* commit = nullptr);
   // write(): x.leaves[i], the leaf of op i found side by side with the others of its
-  // tree (BTree::locateLeaves) when the tree has at least kLocatedPuts puts in the batch,
-  // not in ascending key order; else empty.
-  static constexpr size_t kLocatedPuts = 4;
+  // tree (BTree::locateLeaves) when the batch has at least kLocatedWrites puts and
+  // deletes of the tree, not in ascending key order; else empty.
+  static constexpr size_t kLocatedWrites = 4;
   void locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteScratch& x);
   // Database::waitDurable: the write with this commit point is as durable as the
   // durability mode makes a write when its call returns.

@@ -40,7 +40,7 @@ struct WriteScratch {
   std::string one;      // one patch (a batch's next, or an update's)
   std::vector<std::pair<size_t, size_t>> at;  // each op's patch in patches; length 0: none
   // Each op's leaf, found before the batch applies (BTree::locateLeaves; empty: none),
-  // and the keys, op indexes and leaves of one tree's puts while they are found.
+  // and the keys, op indexes and leaves of one tree's ops while they are found.
   std::vector<BTree::LeafHint> leaves;
   std::vector<Bytes> keys;
   std::vector<size_t> index;

@@ -128,10 +128,10 @@ class BasicBTree {
     uint64_t pid = kNoPage;
     uint64_t version = 0;
   };
-  // The leaves the writes of keys will go to, found side by side the way lookupResident
-  // finds values (one step of each key in turn, each requesting what its next step
-  // reads), so that a batch's writes of scattered keys do not each wait for the cache
-  // misses of a descent of their own. out[i] is the hint of the leaf that covered
+  // The leaves the writes (puts, removes) of keys will go to, found side by side the way
+  // lookupResident finds values (one step of each key in turn, each requesting what its
+  // next step reads), so that a batch's writes of scattered keys do not each wait for
+  // the cache misses of a descent of their own. out[i] is the hint of the leaf that covered
   // keys[i] when it was read, or an empty hint where the walk could not tell (a page
   // not resident or locked, a node that changed, a dropped tree). Holds nothing, reads
   // nothing from storage. A hint is checked when a write takes it: one made stale by a
@@ -150,7 +150,9 @@ class BasicBTree {
   void linkValue(Bytes key, uint64_t pid, size_t len);
   void freeValue(uint64_t pid, size_t len) { freeValuePage(ValueRef{pid, static_cast<uint32_t>(len)}); }
   const uint8_t* holdValue(uint64_t pid, size_t len);
-  bool remove(Bytes key);
+  // Removes key; true if it was there. old (not null) then gets the value it had. hint:
+  // as put's (taken while still valid, left naming the leaf written).
+  bool remove(Bytes key, std::string* old = nullptr, LeafHint* hint = nullptr);
 
   // Read-modify-write of one key, for a caller that keeps every other writer of key out
   // until it returns (the API layer holds the key's lock). Copies the key's value with an

@@ -724,23 +724,31 @@ void BasicBTree<BM>::ensureSpace(uint64_t pid, Bytes key, unsigned payloadLen) {
 }
 
 template <class BM>
-bool BasicBTree<BM>::remove(Bytes key) {
+bool BasicBTree<BM>::remove(Bytes key, std::string* old, LeafHint* hint) {
+  bool tryHint = hint != nullptr;  // once: a restart descends
   return withRestarts(bm_, [&] {
-    NodeO parent;
     NodeO nodeO;
-    descend(key, &parent, &nodeO, kNoPage);
+    const bool hinted = tryHint && leafFromHint(key, *hint, &nodeO);
+    tryHint = false;
+    if (!hinted) {
+      NodeO parent;
+      descend(key, &parent, &nodeO, kNoPage);
+    }
     bool found;
     unsigned pos = nodeO->lowerBound(key, &found);
     if (!found) {
       nodeO.validate();
       return false;
     }
-    NodeX node(std::move(nodeO));
+    if (old != nullptr) copyValue(nodeO, pos, old);  // what it read counts once the latch below is had
+    const uint64_t version = nodeO.version();
+    NodeX node(std::move(nodeO));  // Restart if the leaf changed since it was read
     ValueRef value{kNoPage, 0};
     if (node->outOfLine(pos)) value = valueRefAt(node.get(), pos);
     node->removeSlot(pos);
     bool underfull = node->underfull();
     uint64_t pid = node.pid();
+    if (hint != nullptr) *hint = hintAfterRelease(pid, version);
     node.release();
     if (value.pid != kNoPage) freeValuePage(value);
     if (underfull && pid != root_) mergeUnderfull(key, pid);

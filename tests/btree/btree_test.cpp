@@ -402,7 +402,8 @@ TEST(BTree, LeafHintsAreTakenOnlyWhileTheLeafIsUnchangedAndCoversTheKey) {
 // locateLeaves finds, side by side, the leaf each key's write goes to: an in-place update
 // given a found hint writes that leaf (the hint it leaves names the same page), and one
 // given a fresh hint touches that page alone. Hints made stale by the writes in between
-// (splits, merges, removes) still send every write to its own leaf.
+// (splits, merges, removes) still send every put and remove to its own leaf, and a
+// remove hands back the value it removed.
 TEST(BTree, LocateLeavesFindsTheLeafEachKeyIsWrittenTo) {
   const auto key = key8;
   BufferEnv env(1024);  // pages: the whole tree stays resident (nothing is left unfound)
@@ -479,7 +480,18 @@ TEST(BTree, LocateLeavesFindsTheLeafEachKeyIsWrittenTo) {
     }
     for (size_t i = 0; i < keys.size(); i++) {
       BTree::LeafHint h = found[i];
-      std::string v(1 + rng() % 120, static_cast<char>('A' + i % 26));
+      if (i % 3 == 0) {  // a remove through the hint, handing back what it removed
+        std::string old;
+        const auto it = model.find(keys[i]);
+        ASSERT_EQ(t.remove(asBytes(keys[i]), &old, &h), it != model.end()) << keys[i];
+        if (it != model.end()) {
+          EXPECT_EQ(old, it->second) << keys[i];
+          model.erase(it);
+        }
+        continue;
+      }
+      // Now and then a value on a page of its own (removed above with its copy).
+      std::string v(i % 7 == 1 ? 6000 : 1 + rng() % 120, static_cast<char>('A' + i % 26));
       t.put(asBytes(keys[i]), asBytes(v), &h);
       model[keys[i]] = v;
     }
