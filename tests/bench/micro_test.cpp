@@ -57,7 +57,7 @@ std::string stringField(const std::string& json, const std::string& name) {
 }
 
 TEST(MicroBench, Registered) {
-  for (const char* name : {"page-access", "vm-alloc", "read-io", "checkpoint-latency"}) {
+  for (const char* name : {"page-access", "vm-alloc", "read-io", "checkpoint-latency", "open-latency", "batch-write"}) {
     EXPECT_TRUE(isMicroBenchmark(name)) << name;
   }
 }
@@ -106,6 +106,23 @@ TEST(MicroBench, CheckpointLatencyTiny) {
   EXPECT_GT(field(run.json, "max_ms"), 0) << run.json;
   EXPECT_GT(field(run.json, "puts_per_s"), 0) << run.json;
   EXPECT_GE(field(run.json, "cut_wait_max_ms"), field(run.json, "cut_wait_avg_ms")) << run.json;
+}
+
+// Its batches read a written key back now and then (a wrong value fails the run).
+TEST(MicroBench, BatchWriteTiny) {
+  RunOptions opts;
+  opts.workload = "batch-write";
+  opts.data = 2000;
+  opts.batch = 16;
+  opts.pool = 8ull << 20;
+  opts.seconds = 0.05;
+  MicroRun run = runMicro(opts);
+  EXPECT_EQ(run.csvHeader, "config,batch,puts_per_s") << run.csvHeader;
+  EXPECT_EQ(run.csvRows, 4);  // single, update, insert, delete
+  EXPECT_EQ(field(run.json, "batch"), 16) << run.json;
+  for (const char* name : {"single_puts_per_s", "update_puts_per_s", "insert_puts_per_s", "delete_per_s"}) {
+    EXPECT_GT(field(run.json, name), 0) << name << ": " << run.json;
+  }
 }
 
 TEST(MicroBench, ReadIoTiny) {
