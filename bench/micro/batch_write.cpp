@@ -6,7 +6,10 @@
 //            (written in place)
 //   update   batches of --batch puts (default 64) of random present keys in no order,
 //            same-size values (in place): a batch finds its leaves side by side first
-//            (BTree::locateLeaves, docs/DESIGN.md "Batches")
+//            (BTree::locateLeaves, docs/DESIGN.md "Batches locate their leaves side by
+//            side")
+//   sorted   the same with each batch's keys in ascending order (found side by side
+//            once two writes missed their leaf)
 //   insert   batches of --batch puts of random new keys (between the loaded ones)
 //   delete   batches of --batch deletes of random loaded keys (last, as it empties the
 //            tree: a key deleted already is deleted again, which finds its leaf all the
@@ -18,8 +21,8 @@
 // none), --vmstore-config.
 //
 // CSV: one row per configuration, config,batch,puts_per_s (deletes per second for
-// delete). JSON: single_puts_per_s, update_puts_per_s, insert_puts_per_s,
-// delete_per_s, batch.
+// delete). JSON: single_puts_per_s, update_puts_per_s, sorted_puts_per_s,
+// insert_puts_per_s, delete_per_s, batch.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -27,6 +30,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "../bench_dir.hpp"
 #include "../engine.hpp"
@@ -79,7 +83,8 @@ class BatchWrite : public MicroBenchmark {
     std::string stamp(kValueBytes, '\0');
     std::string got;
     // Runs `seconds` of calls, each of `per` puts of keys drawn by `next`; returns puts/s.
-    auto measure = [&](unsigned per, bool batched, bool del, auto&& next) {
+    std::vector<uint64_t> drawn;
+    auto measure = [&](unsigned per, bool batched, bool del, bool sorted, auto&& next) {
       uint64_t puts = 0;
       uint64_t calls = 0;
       const double t0 = nowSeconds();
@@ -88,8 +93,11 @@ class BatchWrite : public MicroBenchmark {
         for (int chunk = 0; chunk < 64; chunk++, calls++) {
           std::string last;
           batch.clear();
-          for (unsigned j = 0; j < per; j++) {
-            last = keyOf(next());
+          drawn.clear();
+          for (unsigned j = 0; j < per; j++) drawn.push_back(next());
+          if (sorted) std::sort(drawn.begin(), drawn.end());
+          for (const uint64_t k : drawn) {
+            last = keyOf(k);
             std::memcpy(stamp.data(), last.data(), last.size());  // each value names its key
             const Status s = del       ? batch.del(tree, last)
                              : batched ? batch.put(tree, last, stamp)
@@ -107,20 +115,23 @@ class BatchWrite : public MicroBenchmark {
       } while (elapsed < seconds);
       return static_cast<double>(puts) / elapsed;
     };
-    const double single = measure(1, false, false, [&] { return 2 * (rng() % keys); });
-    const double update = measure(batchSize, true, false, [&] { return 2 * (rng() % keys); });
-    const double insert = measure(batchSize, true, false, [&] { return 2 * (rng() % keys) + 1; });
-    const double erase = measure(batchSize, true, true, [&] { return 2 * (rng() % keys); });
+    const double single = measure(1, false, false, false, [&] { return 2 * (rng() % keys); });
+    const double update = measure(batchSize, true, false, false, [&] { return 2 * (rng() % keys); });
+    const double sorted = measure(batchSize, true, false, true, [&] { return 2 * (rng() % keys); });
+    const double insert = measure(batchSize, true, false, false, [&] { return 2 * (rng() % keys) + 1; });
+    const double erase = measure(batchSize, true, true, false, [&] { return 2 * (rng() % keys); });
     check(db->close(), "close");
     out << "config,batch,puts_per_s\n";
     out << "single,1," << fmtNumber(single, 0) << '\n';
     out << "update," << batchSize << ',' << fmtNumber(update, 0) << '\n';
+    out << "sorted," << batchSize << ',' << fmtNumber(sorted, 0) << '\n';
     out << "insert," << batchSize << ',' << fmtNumber(insert, 0) << '\n';
     out << "delete," << batchSize << ',' << fmtNumber(erase, 0) << '\n';
     JsonFields f;
     f.emplace_back("batch", std::to_string(batchSize));
     f.emplace_back("single_puts_per_s", jsonNumber(single, 0));
     f.emplace_back("update_puts_per_s", jsonNumber(update, 0));
+    f.emplace_back("sorted_puts_per_s", jsonNumber(sorted, 0));
     f.emplace_back("insert_puts_per_s", jsonNumber(insert, 0));
     f.emplace_back("delete_per_s", jsonNumber(erase, 0));
     return f;

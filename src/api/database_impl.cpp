@@ -1336,29 +1336,61 @@ Status DatabaseImpl::waitDurable(uint64_t commit) {
 
 void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteScratch& x) {
   // Per tree, the leaves of its writes found side by side (BTree::locateLeaves) when
-  // there are enough of them for their descents to overlap and they are not in
-  // ascending order; the others take the hints of LeafHints alone.
+  // there are enough of them for their descents to overlap. Keys in ascending order (rows
+  // added in order, a sorted load) mostly share leaves, which the hint of the last write
+  // already gives, one after another, so finding each of them first would be a descent
+  // each for nothing; but sorted keys may be scattered too. Their group is left to
+  // landed(): once two of its writes in a row miss the leaf they were given, the rest is
+  // found side by side then.
   const size_t n = batchOps.size();
   x.leaves.assign(n, BTree::LeafHint{});
   x.index.resize(n);  // the ops, grouped by tree (in batch order within a tree)
   for (size_t i = 0; i < n; i++) x.index[i] = i;
   std::stable_sort(x.index.begin(), x.index.end(), [&](size_t a, size_t b) { return x.trees[a] < x.trees[b]; });
-  for (size_t first = 0, end = 0; first < x.index.size(); first = end) {
+  x.group.resize(n);
+  x.groups.clear();
+  for (size_t first = 0, end = 0; first < n; first = end) {
     TreeImpl* const tree = x.trees[x.index[first]];
+    for (end = first; end < n && x.trees[x.index[end]] == tree; end++) x.group[x.index[end]] = x.groups.size();
+    WriteScratch::Group& g = x.groups.emplace_back(WriteScratch::Group{first, end});
+    if (end - first < kLocatedWrites) continue;
     x.keys.clear();
-    for (end = first; end < x.index.size() && x.trees[x.index[end]] == tree; end++) {
-      x.keys.push_back(asBytes(batchOps[x.index[end]].key));
-    }
-    // Keys in ascending order (rows added in order, a sorted load) mostly share leaves,
-    // which the hint of the last write already gives, one after another; finding each
-    // of them first would be a descent each for nothing.
-    if (x.keys.size() < kLocatedWrites ||
-        std::is_sorted(x.keys.begin(), x.keys.end(), [](Bytes a, Bytes b) { return compareBytes(a, b) < 0; })) {
+    for (size_t k = first; k < end; k++) x.keys.push_back(asBytes(batchOps[x.index[k]].key));
+    if (std::is_sorted(x.keys.begin(), x.keys.end(), [](Bytes a, Bytes b) { return compareBytes(a, b) < 0; })) {
+      g.watch = true;
       continue;
     }
-    x.found.resize(x.keys.size());
-    tree->btree.locateLeaves(x.keys, x.found);
-    for (size_t k = 0; k < x.keys.size(); k++) x.leaves[x.index[first + k]] = x.found[k];
+    locateGroup(batchOps, x, g, 0);
+  }
+}
+
+void DatabaseImpl::locateGroup(std::span<const WriteBatch::Op> batchOps, WriteScratch& x, const WriteScratch::Group& g,
+                               size_t after) {
+  // The group's ops with an index of at least `after`, found side by side.
+  TreeImpl* tree = nullptr;
+  x.keys.clear();
+  x.pending.clear();
+  for (size_t k = g.begin; k < g.end; k++) {
+    const size_t i = x.index[k];
+    if (i < after) continue;
+    tree = x.trees[i];
+    x.keys.push_back(asBytes(batchOps[i].key));
+    x.pending.push_back(i);
+  }
+  if (x.keys.size() < 2) return;
+  x.found.resize(x.keys.size());
+  tree->btree.locateLeaves(x.keys, x.found);
+  for (size_t k = 0; k < x.keys.size(); k++) x.leaves[x.pending[k]] = x.found[k];
+}
+
+void DatabaseImpl::landed(std::span<const WriteBatch::Op> batchOps, WriteScratch& x, size_t i, bool inGiven) {
+  WriteScratch::Group& g = x.groups[x.group[i]];
+  if (!g.watch) return;
+  if (inGiven) {
+    g.misses = 0;
+  } else if (++g.misses == 2) {  // scattered: the rest of the group is found now
+    g.watch = false;
+    locateGroup(batchOps, x, g, i + 1);
   }
 }
 
@@ -1399,12 +1431,13 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
         WriteScratch::Undo& u = x.undo[i];
         TreeImpl* const tree = x.trees[i];
         u.had = false;
+        // The leaf found for the key (locateLeaves), unless it is the one this thread's
+        // last write of the tree went to (api/leaf_hints.hpp), whose version is newer:
+        // keys added in order, and rows written again, often share it.
+        BTree::LeafHint hint = LeafHints::of(tree->serial);
+        if (x.leaves[i].pid != kNoPage && x.leaves[i].pid != hint.pid) hint = x.leaves[i];
+        const uint64_t given = hint.pid;
         if (op.isPut) {
-          // The leaf found for the key (locateLeaves), unless it is the one this
-          // thread's last write of the tree went to (api/leaf_hints.hpp), whose version
-          // is newer: keys added in order, and rows written again, often share it.
-          BTree::LeafHint hint = LeafHints::of(tree->serial);
-          if (x.leaves[i].pid != kNoPage && x.leaves[i].pid != hint.pid) hint = x.leaves[i];
           // One descent for the undo image and, when the new value has the old one's size
           // (a row update), the write in place; otherwise a put.
           bool inPlace = tree->btree.updateInPlace(
@@ -1416,15 +1449,13 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
               },
               &hint);
           if (!inPlace) tree->btree.put(asBytes(op.key), asBytes(op.value), &hint);
-          LeafHints::remember(tree->serial, hint);
         } else {
           // One descent (or none, by the hint) for the undo image and the removal.
-          BTree::LeafHint hint = LeafHints::of(tree->serial);
-          if (x.leaves[i].pid != kNoPage && x.leaves[i].pid != hint.pid) hint = x.leaves[i];
           u.had = tree->btree.remove(asBytes(op.key), &u.old, &hint);
-          LeafHints::remember(tree->serial, hint);
         }
+        LeafHints::remember(tree->serial, hint);
         x.undone = i + 1;
+        landed(batchOps, x, i, given != kNoPage && hint.pid == given);
       }
       return Status::OK();
     });

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "api/superblock.hpp"
+#include "api/write_scratch.hpp"
 #include "btree/btree.hpp"
 #include "buffer/buffer_manager.hpp"
 #include "os/data_file.hpp"
@@ -78,7 +79,6 @@
 namespace vmstore::internal {
 
 class DatabaseImpl;
-struct WriteScratch;
 
 class TreeImpl {
  public:
@@ -140,9 +140,14 @@ class DatabaseImpl {
   Status write(const WriteBatch& batch, uint64_t* commit = nullptr);
   // write(): x.leaves[i], the leaf of op i found side by side with the others of its
   // tree (BTree::locateLeaves) when the batch has at least kLocatedWrites puts and
-  // deletes of the tree, not in ascending key order; else empty.
+  // deletes of the tree: at once when they are not in ascending key order, else (x's
+  // group watched) by landed() once two writes of the tree in a row missed the leaf
+  // they were given (inGiven false), for the rest of them. Otherwise empty.
   static constexpr size_t kLocatedWrites = 4;
   void locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteScratch& x);
+  void locateGroup(std::span<const WriteBatch::Op> batchOps, WriteScratch& x, const WriteScratch::Group& g,
+                   size_t after);
+  void landed(std::span<const WriteBatch::Op> batchOps, WriteScratch& x, size_t i, bool inGiven);
   // Database::waitDurable: the write with this commit point is as durable as the
   // durability mode makes a write when its call returns.
   Status waitDurable(uint64_t commit);

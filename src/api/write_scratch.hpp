@@ -39,11 +39,22 @@ struct WriteScratch {
   std::string patches;  // the patches of a batch's same-size puts, end to end
   std::string one;      // one patch (a batch's next, or an update's)
   std::vector<std::pair<size_t, size_t>> at;  // each op's patch in patches; length 0: none
-  // Each op's leaf, found before the batch applies (BTree::locateLeaves; empty: none),
-  // and the keys, op indexes and leaves of one tree's ops while they are found.
+  // Each op's leaf, found side by side (BTree::locateLeaves; empty: none). index: the
+  // ops grouped by tree; group: each op's group; a group is index[begin, end), watched
+  // (sorted keys) until two writes in a row miss the leaf they were given. keys, pending
+  // and found: the keys, op indexes and leaves of the ops being found.
+  struct Group {
+    size_t begin = 0;
+    size_t end = 0;
+    bool watch = false;
+    unsigned misses = 0;
+  };
   std::vector<BTree::LeafHint> leaves;
-  std::vector<Bytes> keys;
   std::vector<size_t> index;
+  std::vector<size_t> group;
+  std::vector<Group> groups;
+  std::vector<Bytes> keys;
+  std::vector<size_t> pending;
   std::vector<BTree::LeafHint> found;
 };
 

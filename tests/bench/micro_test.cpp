@@ -118,9 +118,10 @@ TEST(MicroBench, BatchWriteTiny) {
   opts.seconds = 0.05;
   MicroRun run = runMicro(opts);
   EXPECT_EQ(run.csvHeader, "config,batch,puts_per_s") << run.csvHeader;
-  EXPECT_EQ(run.csvRows, 4);  // single, update, insert, delete
+  EXPECT_EQ(run.csvRows, 5);  // single, update, sorted, insert, delete
   EXPECT_EQ(field(run.json, "batch"), 16) << run.json;
-  for (const char* name : {"single_puts_per_s", "update_puts_per_s", "insert_puts_per_s", "delete_per_s"}) {
+  for (const char* name :
+       {"single_puts_per_s", "update_puts_per_s", "sorted_puts_per_s", "insert_puts_per_s", "delete_per_s"}) {
     EXPECT_GT(field(run.json, name), 0) << name << ": " << run.json;
   }
 }
