@@ -34,6 +34,7 @@
 
 #include "../bench_dir.hpp"
 #include "../engine.hpp"
+#include "../workloads/records.hpp"
 #include "micro_util.hpp"
 #include "vmstore/database.hpp"
 
@@ -45,14 +46,13 @@ constexpr unsigned kDefaultBatch = 64;
 constexpr uint64_t kDefaultPool = 4ull << 30;
 constexpr size_t kValueBytes = 100;
 
-void check(const Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(std::string("batch-write: ") + what + ": " + s.toString());
-}
+void check(const Status& s, const char* what) { checkStatus(s, "batch-write", what); }
 
-// Key i as 8 bytes big-endian: the tree's order is i's order. Loaded keys are even.
+// Key i as the records' 8 big-endian bytes: the tree's order is i's order. Loaded keys
+// are even.
 std::string keyOf(uint64_t i) {
-  std::string k(8, '\0');
-  for (int b = 7; b >= 0; b--, i >>= 8) k[static_cast<size_t>(b)] = static_cast<char>(i & 0xff);
+  std::string k(records::kKeySize, '\0');
+  records::encodeKey(i, k.data());
   return k;
 }
 

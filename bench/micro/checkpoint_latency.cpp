@@ -37,9 +37,7 @@ namespace {
 constexpr uint64_t kDefaultPool = 256ull << 20;
 constexpr uint64_t kDefaultKeys = 10000;
 
-void check(const Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(std::string("checkpoint-latency: ") + what + ": " + s.toString());
-}
+void check(const Status& s, const char* what) { checkStatus(s, "checkpoint-latency", what); }
 
 struct Result {
   std::vector<double> syncMs;  // each checkpoint's time

@@ -25,14 +25,22 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "../workload.hpp"
 #include "os/memory.hpp"
+#include "vmstore/status.hpp"
 
 namespace vmstore::bench::micro {
+
+// A failed call of a micro-benchmark that uses the database: throws "BENCH: WHAT: status".
+inline void checkStatus(const Status& s, std::string_view bench, const char* what) {
+  if (!s.ok()) throw std::runtime_error(std::string(bench) + ": " + what + ": " + s.toString());
+}
 
 inline double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())

@@ -28,9 +28,7 @@ namespace {
 
 constexpr uint64_t kDefaultKeys = 1000;
 
-void check(const Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(std::string("open-latency: ") + what + ": " + s.toString());
-}
+void check(const Status& s, const char* what) { checkStatus(s, "open-latency", what); }
 
 std::string keyOf(uint64_t i) { return "key" + std::to_string(i); }
 

@@ -1344,11 +1344,12 @@ void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteS
   // found side by side then.
   const size_t n = batchOps.size();
   x.leaves.assign(n, BTree::LeafHint{});
+  x.groups.clear();
+  if (n < kLocatedWrites) return;  // no tree has enough (a transaction of a row or two)
   x.index.resize(n);  // the ops, grouped by tree (in batch order within a tree)
   for (size_t i = 0; i < n; i++) x.index[i] = i;
   std::stable_sort(x.index.begin(), x.index.end(), [&](size_t a, size_t b) { return x.trees[a] < x.trees[b]; });
   x.group.resize(n);
-  x.groups.clear();
   for (size_t first = 0, end = 0; first < n; first = end) {
     TreeImpl* const tree = x.trees[x.index[first]];
     for (end = first; end < n && x.trees[x.index[end]] == tree; end++) x.group[x.index[end]] = x.groups.size();
@@ -1367,23 +1368,22 @@ void DatabaseImpl::locateLeaves(std::span<const WriteBatch::Op> batchOps, WriteS
 void DatabaseImpl::locateGroup(std::span<const WriteBatch::Op> batchOps, WriteScratch& x, const WriteScratch::Group& g,
                                size_t after) {
   // The group's ops with an index of at least `after`, found side by side.
-  TreeImpl* tree = nullptr;
   x.keys.clear();
   x.pending.clear();
   for (size_t k = g.begin; k < g.end; k++) {
     const size_t i = x.index[k];
     if (i < after) continue;
-    tree = x.trees[i];
     x.keys.push_back(asBytes(batchOps[i].key));
     x.pending.push_back(i);
   }
   if (x.keys.size() < 2) return;
   x.found.resize(x.keys.size());
-  tree->btree.locateLeaves(x.keys, x.found);
+  x.trees[x.index[g.begin]]->btree.locateLeaves(x.keys, x.found);
   for (size_t k = 0; k < x.keys.size(); k++) x.leaves[x.pending[k]] = x.found[k];
 }
 
 void DatabaseImpl::landed(std::span<const WriteBatch::Op> batchOps, WriteScratch& x, size_t i, bool inGiven) {
+  if (x.groups.empty()) return;  // a batch too small to be located (locateLeaves)
   WriteScratch::Group& g = x.groups[x.group[i]];
   if (!g.watch) return;
   if (inGiven) {

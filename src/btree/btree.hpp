@@ -116,13 +116,13 @@ class BasicBTree {
 
   // A leaf a caller has just written to, kept for its next write of a nearby key (the
   // sorted keys of a batch, Database::write): its page and the version the caller's
-  // release gave it (or, from locateLeaves, the version it had when found). A page
-  // whose version is still that one has not changed since, so it
-  // is the same leaf of this tree with the same fences; the write then goes to it without
-  // descending from the root, when the key is within its fences (and, for an insert, the
-  // entry fits). Otherwise (changed, evicted, freed, another key range) the write
-  // descends as usual. put and updateInPlace take one (null: none) and leave in it the
-  // leaf they wrote to. A hint belongs to the tree that left it: never pass it to another
+  // release gave it (or, from locateLeaves, the version it had when found). A page whose
+  // version is still that one has not changed since, so it is the same leaf of this
+  // tree with the same fences; the write then goes to it without descending from the
+  // root, when the key is within its fences (and, for an insert, the entry fits).
+  // Otherwise (changed, evicted, freed, another key range) the write descends as usual.
+  // put, updateInPlace and remove take one (null: none) and leave in it the leaf they
+  // wrote to. A hint belongs to the tree that left it: never pass it to another
   // tree (an unchanged leaf of this one could cover the other's key).
   struct LeafHint {
     uint64_t pid = kNoPage;
@@ -131,8 +131,8 @@ class BasicBTree {
   // The leaves the writes (puts, removes) of keys will go to, found side by side the way
   // lookupResident finds values (one step of each key in turn, each requesting what its
   // next step reads), so that a batch's writes of scattered keys do not each wait for
-  // the cache misses of a descent of their own. out[i] is the hint of the leaf that covered
-  // keys[i] when it was read, or an empty hint where the walk could not tell (a page
+  // the cache misses of a descent of their own. out[i] is the hint of the leaf that
+  // covered keys[i] when it was read, or an empty hint where the walk could not tell (a page
   // not resident or locked, a node that changed, a dropped tree). Holds nothing, reads
   // nothing from storage. A hint is checked when a write takes it: one made stale by a
   // write in between costs that write a descent, nothing else.
