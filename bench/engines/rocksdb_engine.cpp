@@ -160,8 +160,7 @@ class RocksSession final : public Session {
     } else {
       db_->MultiGet(ropts_, cf(table), n, slices_.data(), pinned_.data(), statuses_.data());
     }
-    values->resize(n);
-    found->resize(n);
+    growTo(n, values, found);
     for (size_t i = 0; i < n; i++) {
       (*found)[i] = !statuses_[i].IsNotFound();
       if ((*found)[i]) {

@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -157,6 +158,8 @@ class VmstoreSession : public Session {
   VmstoreEngine* engine_;
   std::vector<std::optional<Iterator>> iterators_;  // by table
   std::vector<Status> statuses_;  // getMany's, reused
+  std::vector<std::span<std::byte>> bufs_;
+  std::vector<size_t> vlens_;
   PendingWrites pending_;
   WriteBatch batch_;          // commitNoWait's, reused
   uint64_t commitPoint_ = 0;  // of the last commitNoWait, until waitDurable
@@ -316,12 +319,32 @@ void VmstoreSession::getMany(int table, const std::vector<std::string_view>& key
     Session::getMany(table, keys, values, found);  // get() per key sees the transaction's writes
     return;
   }
-  Status s = engine_->tree(table)->getMany(keys, values, &statuses_);
+  // Into the strings' own memory (Tree::getMany's buffer form), so that a string keeps
+  // its memory from call to call; a value larger than its string is read again by get().
+  const size_t n = keys.size();
+  growTo(n, values, found);
+  bufs_.resize(n);
+  vlens_.resize(n);
+  statuses_.resize(n);
+  for (size_t i = 0; i < n; i++) {
+    std::string& v = (*values)[i];
+    v.resize(v.capacity());
+    bufs_[i] = std::as_writable_bytes(std::span<char>(v.data(), v.size()));
+  }
+  Status s = engine_->tree(table)->getMany(keys, bufs_, vlens_, statuses_);
   if (!s.ok()) fail("getMany", s);
-  found->resize(keys.size());
-  for (size_t i = 0; i < keys.size(); i++) {
+  for (size_t i = 0; i < n; i++) {
     if (!statuses_[i].ok() && !statuses_[i].isNotFound()) fail("getMany", statuses_[i]);
-    (*found)[i] = statuses_[i].ok();
+    std::string& v = (*values)[i];
+    bool present = statuses_[i].ok();
+    if (!present) {
+      v.clear();
+    } else if (vlens_[i] <= v.size()) {
+      v.resize(vlens_[i]);
+    } else {
+      present = get(table, keys[i], &v);
+    }
+    (*found)[i] = present;
   }
 }
 

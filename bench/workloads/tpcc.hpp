@@ -148,14 +148,15 @@ class Worker {
   uint64_t rolledBack_ = 0;
   std::string v_;  // value buffer reused across gets
   // Independent reads of n rows of one table (new-order's items, stock-level's stock):
-  // found_[i] and values_[i] for keyOf(i). One Session::getMany, or (--tpcc-get-many=off)
+  // found_[i] and values_[i] for keyOf(i), i < n (the vectors may hold more). One Session::getMany, or (--tpcc-get-many=off)
   // one get per row, as the original vmcache code reads them.
   template <class KeyOf>
   void readMany(int table, size_t n, KeyOf&& keyOf) {
     keys_.resize(n);
     keyViews_.resize(n);
-    values_.resize(n);
-    found_.resize(n);
+    // Grown, never shrunk: stock-level reads up to 200 rows, new-order 15, and a string
+    // destroyed by a shrink would be allocated again by the next stock-level.
+    Session::growTo(n, &values_, &found_);
     for (size_t i = 0; i < n; i++) keys_[i] = keyOf(i);
     if (!sh_.getMany) {
       for (size_t i = 0; i < n; i++) found_[i] = s_.get(table, keys_[i].view(), &values_[i]);
