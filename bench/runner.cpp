@@ -181,8 +181,10 @@ RunResult runMicro(const RunOptions& opts, const RunnerIo& io) {
   rows.flush();
   RunResult result;
   result.measuredSeconds = secondsSince(start);
-  std::string json = "{\"workload\":" + jsonString(opts.workload) +
-                     ",\"threads\":" + std::to_string(opts.threads);
+  if (fields.empty() || fields.front().first != "threads") {
+    throw std::logic_error("micro-benchmark " + opts.workload + " did not say how many threads it ran");
+  }
+  std::string json = "{\"workload\":" + jsonString(opts.workload);
   for (const auto& [name, value] : fields) json += "," + jsonString(name) + ":" + value;
   json += ",\"seconds\":" + fixed(result.measuredSeconds, 3) + "}";
   result.json = json;

@@ -92,8 +92,9 @@ using JsonFields = std::vector<std::pair<std::string, std::string>>;
 class MicroBenchmark {
  public:
   virtual ~MicroBenchmark() = default;
-  // Writes CSV rows (with a header) to out; returns the JSON fields beyond the common
-  // ones (workload, threads).
+  // Writes CSV rows (with a header) to out; returns the JSON fields beyond the workload's
+  // name, the first of them "threads": how many threads it ran at most (1 for a
+  // benchmark of one thread, whatever --threads said).
   virtual JsonFields run(const RunOptions& opts, std::ostream& out) = 0;
 };
 

@@ -128,6 +128,7 @@ class BatchWrite : public MicroBenchmark {
     out << "insert," << batchSize << ',' << fmtNumber(insert, 0) << '\n';
     out << "delete," << batchSize << ',' << fmtNumber(erase, 0) << '\n';
     JsonFields f;
+    f.emplace_back("threads", "1");
     f.emplace_back("batch", std::to_string(batchSize));
     f.emplace_back("single_puts_per_s", jsonNumber(single, 0));
     f.emplace_back("update_puts_per_s", jsonNumber(update, 0));

@@ -104,6 +104,7 @@ class CheckpointLatency : public MicroBenchmark {
     const uint64_t pool = poolBytes(opts, kDefaultPool);
     const BenchDir dir(opts.dir, false);
     JsonFields f;
+    f.emplace_back("threads", std::to_string(threadsMax));
     {
       std::unique_ptr<Database> db;
       check(Database::open(dir.path(),

@@ -86,6 +86,7 @@ class Migrate : public MicroBenchmark {
 
     out << "method,batch,pages,seconds,pages_per_s,calls_per_page,tlb_shootdowns,shootdowns_per_page,failed\n";
     JsonFields f;
+    f.emplace_back("threads", "1");
     double mbindRate = 0;
     double batch512Rate = 0;
     struct Config {

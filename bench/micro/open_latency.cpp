@@ -43,6 +43,7 @@ class OpenLatency : public MicroBenchmark {
     const BenchDir bench(opts.dir, false);
     const std::string& dir = bench.path();
     JsonFields f;
+    f.emplace_back("threads", "1");
     const std::string value(100, 'v');
     {
       std::unique_ptr<Database> db;

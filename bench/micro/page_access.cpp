@@ -332,6 +332,7 @@ class PageAccess : public MicroBenchmark {
       return 0.0;
     };
     JsonFields f;
+    f.emplace_back("threads", "1");
     f.emplace_back("overhead", jsonNumber(ns(1, "2.3") / ns(1, "1"), 3));
     f.emplace_back("hash_overhead", jsonNumber(ns(1, "3") / ns(1, "1"), 3));
     f.emplace_back("scattered_overhead", jsonNumber(ns(1, "2.3s") / ns(1, "1"), 3));

@@ -362,6 +362,7 @@ class ReadIo : public MicroBenchmark {
 #endif
 
     JsonFields f;
+    f.emplace_back("threads", std::to_string(threadsMax));
     f.emplace_back("iops", jsonNumber(bestArea, 0));
     f.emplace_back("fixed_iops_best", jsonNumber(bestFixed, 0));
     f.emplace_back("area_over_fixed", jsonNumber(bestFixed > 0 ? bestArea / bestFixed : 0, 3));

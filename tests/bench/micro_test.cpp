@@ -116,8 +116,10 @@ TEST(MicroBench, BatchWriteTiny) {
   opts.batch = 16;
   opts.pool = 8ull << 20;
   opts.seconds = 0.05;
+  opts.threads = 2;  // the CLI's default: this benchmark runs one thread all the same
   MicroRun run = runMicro(opts);
   EXPECT_EQ(run.csvHeader, "config,batch,puts_per_s") << run.csvHeader;
+  EXPECT_EQ(field(run.json, "threads"), 1) << run.json;
   EXPECT_EQ(run.csvRows, 5);  // single, update, sorted, insert, delete
   EXPECT_EQ(field(run.json, "batch"), 16) << run.json;
   for (const char* name :
@@ -137,6 +139,7 @@ TEST(MicroBench, ReadIoTiny) {
   EXPECT_GE(run.csvRows, 2);  // pread into both targets (+ io_uring QD 1..128 with liburing)
   EXPECT_GT(field(run.json, "iops"), 0) << run.json;
   EXPECT_GT(field(run.json, "fixed_iops_best"), 0) << run.json;
+  EXPECT_EQ(field(run.json, "threads"), 1) << run.json;  // the most it ran
 }
 
 }  // namespace
