@@ -116,11 +116,12 @@ class Session {
   // enough).
   virtual bool get(int table, std::string_view key, std::string* value) = 0;
   // Looks up keys.size() keys: found[i] tells whether keys[i] is present, values[i] its
-  // value (unspecified when absent). The vectors grow to at least keys.size() entries and never shrink, so the
-  // strings past keys.size() keep their memory for a later, larger call (a workload
-  // that alternates between small and large calls allocates nothing once warm). By
-  // default get() per key; vmstore overrides it with Tree::getMany (the keys descend
-  // together, misses in flight together), RocksDB with MultiGet.
+  // value (unspecified when absent). The vectors grow to at least keys.size() entries
+  // and never shrink, so the strings past keys.size() keep their memory for a later,
+  // larger call (a workload that alternates between small and large calls allocates
+  // nothing once warm). By default get() per key; vmstore overrides it with
+  // Tree::getMany (the keys descend together, misses in flight together), RocksDB with
+  // MultiGet.
   virtual void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                        std::vector<bool>* found) {
     growTo(keys.size(), values, found);

@@ -148,8 +148,9 @@ class Worker {
   uint64_t rolledBack_ = 0;
   std::string v_;  // value buffer reused across gets
   // Independent reads of n rows of one table (new-order's items, stock-level's stock):
-  // found_[i] and values_[i] for keyOf(i), i < n (the vectors may hold more). One Session::getMany, or (--tpcc-get-many=off)
-  // one get per row, as the original vmcache code reads them.
+  // found_[i] and values_[i] for keyOf(i), i < n (the vectors may hold more). One
+  // Session::getMany, or (--tpcc-get-many=off) one get per row, as the original vmcache
+  // code reads them.
   template <class KeyOf>
   void readMany(int table, size_t n, KeyOf&& keyOf) {
     keys_.resize(n);
