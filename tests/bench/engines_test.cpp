@@ -1,7 +1,8 @@
-// The competitor engine adapters of `vmstore bench` (bench/engines/): lmdb, rocksdb and
-// wiredtiger, through the Engine/Session interface of bench/engine.hpp. Each test runs
-// for every one of them that this build includes (an engine missing from the build is
-// skipped, or fails when the build says it has it: VMSTORE_BENCH_HAVE_<ENGINE>).
+// The engine adapters of `vmstore bench` (bench/engines/): vmstore and hashbm (always
+// built), lmdb, rocksdb and wiredtiger, through the Engine/Session interface of
+// bench/engine.hpp. Each test runs for every one of them that this build includes (a
+// competitor missing from the build is skipped, or fails when the build says it has
+// it: VMSTORE_BENCH_HAVE_<ENGINE>).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ namespace vmstore::bench {
 namespace {
 
 bool builtIn(const std::string& name) {
+  if (name == "vmstore" || name == "hashbm") return true;
 #ifdef VMSTORE_BENCH_HAVE_LMDB
   if (name == "lmdb") return true;
 #endif
@@ -149,8 +151,10 @@ TEST_P(EngineAdapterTest, PutGetDelOnTwoTables) {
 
 // Session::getMany: answers in [0, keys.size()), the vectors grown and never shrunk, a
 // value larger than the string that held a smaller one before read whole (vmstore reads
-// into the strings' own memory), an absent key found false. Run on every adapter.
-void expectGetManyContract(Session& s) {
+// into the strings' own memory), an absent key found false.
+TEST_P(EngineAdapterTest, GetManyGrowsItsOutputsAndReadsEveryValueWhole) {
+  auto session = engine_->session();
+  Session& s = *session;
   const std::string big(700, 'b');
   s.put(0, "a", "short-a");
   s.put(0, "b", big);
@@ -180,25 +184,6 @@ void expectGetManyContract(Session& s) {
   EXPECT_EQ(values[2], big + "-longer");
   EXPECT_EQ(values[3], big);
   EXPECT_EQ(values[4], big + "-longer");
-}
-
-TEST_P(EngineAdapterTest, GetManyGrowsItsOutputsAndReadsEveryValueWhole) {
-  auto s = engine_->session();
-  expectGetManyContract(*s);
-}
-
-TEST(OwnAdapters, GetManyGrowsItsOutputsAndReadsEveryValueWhole) {
-  for (const char* name : {"vmstore", "hashbm"}) {
-    SCOPED_TRACE(name);
-    const std::string dir = std::string(VMSTORE_TEST_TMPDIR) + "/engines_getmany_" + name + "_" +
-                            std::to_string(::getpid());
-    std::unique_ptr<Engine> engine = openEngine(name, dir, Durability::kNone);
-    auto s = engine->session();
-    expectGetManyContract(*s);
-    s.reset();
-    engine->close();
-    std::filesystem::remove_all(dir);
-  }
 }
 
 // Session::update: the function gets the stored value and decides; absent keys are
@@ -309,6 +294,12 @@ TEST_P(EngineAdapterTest, ScanOrderIsUnsignedBytesProperPrefixFirst) {
 }
 
 TEST_P(EngineAdapterTest, BeginCommitAbort) {
+  if (GetParam() == "vmstore" || GetParam() == "hashbm") {
+    // vmstore's adapter buffers a transaction under sync only (tested there, in
+    // durability_test.cpp); with none, as opened here, and in hashbm, begin() and
+    // commit() are no-ops and every write is its own.
+    GTEST_SKIP() << GetParam() << ": no transactions with durability none";
+  }
   auto s = engine_->session();
   auto other = engine_->session();
   std::string v;
@@ -402,6 +393,7 @@ TEST_P(EngineAdapterTest, SessionsOnTwoThreads) {
 // The logged configurations (async: log written at commit; sync: log synced at commit)
 // open and work too. (tests/bench/durability_test.cpp checks that each reaches the engine.)
 TEST_P(EngineAdapterTest, LoggedModesOpen) {
+  if (!engine_->supports(Durability::kAsync)) GTEST_SKIP() << GetParam() << " has no log";
   engine_->close();
   open_ = false;
   for (Durability d : {Durability::kAsync, Durability::kSync}) {
@@ -423,6 +415,11 @@ TEST_P(EngineAdapterTest, LoggedModesOpen) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Own, EngineAdapterTest,
+                         ::testing::Values(std::string("vmstore"), std::string("hashbm")),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 INSTANTIATE_TEST_SUITE_P(Competitors, EngineAdapterTest,
                          ::testing::Values(std::string("lmdb"), std::string("rocksdb"),
                                            std::string("wiredtiger")),
