@@ -894,8 +894,11 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
                                 Fn&& change, size_t lateValueBytes, uint64_t* commit) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  Status st = (this->*allowed)();
-  if (!st.ok()) return st;
+  Status st;
+  if (!writesClear()) [[unlikely]] {
+    st = (this->*allowed)();
+    if (!st.ok()) return st;
+  }
   // The keys' locks before the writer gate: a writer waiting for a key lock holds no
   // gate, so a checkpoint's cut never waits for it, and the locks can be kept across a
   // checkpoint this write needs (a full log file, a write too large for the log).
@@ -955,7 +958,7 @@ Status DatabaseImpl::durableByCheckpoint() {
   return Status(st.code(), "the write was applied but could not be made durable: " + st.message());
 }
 
-Status DatabaseImpl::afterWrite(Status st, uint64_t lsn, uint64_t* commit) {
+Status DatabaseImpl::afterWriteSlow(Status st, uint64_t lsn, uint64_t* commit) {
   if (!st.ok()) return st;
   if (commit != nullptr) {
     *commit = lsn;  // the caller waits (waitDurable), after letting go of its own locks
@@ -1120,26 +1123,26 @@ Status DatabaseImpl::readOptimistic(TreeImpl* t, std::string_view key, Tree::Rea
   if (fn == nullptr) return Status::InvalidArgument("the read function is null");
   Status st = validateKey(key);
   if (!st.ok()) return st;
+  CallGate::Pass pass(gate_);
+  if (!pass) return closedStatus();
   // What the last run of fn threw: a run that is repeated may have thrown on torn bytes,
-  // so each run starts over, and only the validated one's exception reaches the caller.
+  // so each run starts over, and only the validated one's exception reaches the caller
+  // (rethrown here, outside guarded(), which would take some for its own; the pass is
+  // let go as it propagates).
   std::exception_ptr thrown;
-  {
-    CallGate::Pass pass(gate_);
-    if (!pass) return closedStatus();
-    st = guarded([&] {
-      bool found = t->btree.readOptimistic(asBytes(key), [&](Bytes value) {
-        if (thrown) [[unlikely]] thrown = nullptr;
-        try {
-          fn(ctx, std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
-        } catch (...) {
-          thrown = std::current_exception();
-        }
-      });
-      return found ? Status::OK() : Status::NotFound();
+  Status found = guarded([&] {
+    bool present = t->btree.readOptimistic(asBytes(key), [&](Bytes value) {
+      if (thrown) [[unlikely]] thrown = nullptr;
+      try {
+        fn(ctx, std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
+      } catch (...) {
+        thrown = std::current_exception();
+      }
     });
-  }
-  if (thrown && st.ok()) std::rethrow_exception(thrown);
-  return st;
+    return present ? Status::OK() : Status::NotFound();
+  });
+  if (thrown && found.ok()) [[unlikely]] std::rethrow_exception(thrown);
+  return found;
 }
 
 void DatabaseImpl::releaseView(TreeImpl* t, uint64_t pinned) {
@@ -1190,7 +1193,9 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
   if (fn == nullptr) return Status::InvalidArgument("the update function is null");
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  if (Status refused = writable(); !refused.ok()) return refused;
+  if (!writesClear()) [[unlikely]] {
+    if (Status refused = writable(); !refused.ok()) return refused;
+  }
   std::exception_ptr thrown;  // fn's exception, rethrown once everything is let go
   // A same-size put's record: the bytes that changed, in a scratch string of this
   // thread's (write_scratch.hpp), which a warm update reuses instead of allocating.

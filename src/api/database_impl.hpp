@@ -184,6 +184,12 @@ class DatabaseImpl {
   Status migrateLegacyFiles();  // journal.vms and log.vms of an older version
   Status writable();                       // OK, or why writes are refused
   Status notPoisoned();                    // OK unless a failed sync made it read-only
+  // True when nothing that writable() or notPoisoned() checks is wrong: both would
+  // return OK, so a write that finds this need not call them (the usual case, inline).
+  bool writesClear() const {
+    return !bm_->writeBackFailing() && !pendingFailed_.load(std::memory_order_acquire) &&
+           !poisoned_.load(std::memory_order_acquire);
+  }
   // A write is about to change something (a load first: no shared line written per put).
   void markChanged() {
     if (!changed_.load(std::memory_order_relaxed)) changed_.store(true, std::memory_order_release);
@@ -217,7 +223,14 @@ class DatabaseImpl {
   // Waits for the log flush covering lsn (durability sync) unless commit is set (then
   // *commit = lsn, for waitDurable), then wakes the checkpointer if the log or journal
   // size asks for a checkpoint.
-  Status afterWrite(Status st, uint64_t lsn, uint64_t* commit = nullptr);
+  [[gnu::always_inline]] Status afterWrite(Status st, uint64_t lsn, uint64_t* commit = nullptr) {
+    if (lsn == 0 && commit == nullptr && st.ok()) [[likely]] {  // nothing logged: nothing to wait for
+      if (!replaying_ && checkpointDue()) wakeCheckpointer();
+      return st;
+    }
+    return afterWriteSlow(std::move(st), lsn, commit);
+  }
+  Status afterWriteSlow(Status st, uint64_t lsn, uint64_t* commit);  // afterWrite's other cases
   Status replayLog();  // open(): the log's records after the restored checkpoint
   // replayLog: a patch record (a same-size update) applied over the key's value.
   Status replayPatch(TreeImpl* t, std::string_view key, std::string_view patch);

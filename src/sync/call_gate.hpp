@@ -19,7 +19,7 @@ namespace vmstore::internal {
 
 class CallGate {
  public:
-  bool enter() {
+  [[gnu::always_inline]] bool enter() {
     inFlight_.add(1);
     if (closed_.load(std::memory_order_seq_cst)) {
       inFlight_.add(-1);
@@ -37,7 +37,7 @@ class CallGate {
 
   class Pass {
    public:
-    explicit Pass(CallGate& gate) : gate_(gate), entered_(gate.enter()) {}
+    [[gnu::always_inline]] explicit Pass(CallGate& gate) : gate_(gate), entered_(gate.enter()) {}
     ~Pass() {
       if (entered_) gate_.leave();
     }

@@ -7,26 +7,15 @@
 
 namespace vmstore::internal {
 
-bool WriterGate::try_lock_shared() {
-  // The add comes before the flag's load, and an exclusive holder raises the flag before
-  // it sums the slots (both sequentially consistent): one of them sees the other.
-  shared_.add(1);
-  if (exclusive_.load(std::memory_order_seq_cst) == 0) [[likely]] return true;
-  shared_.add(-1);
-  return false;
-}
-
-void WriterGate::lock_shared() {
-  while (!try_lock_shared()) {
+void WriterGate::waitShared() {
+  do {
     if (task::Scheduler* s = task::Scheduler::current()) {
       s->waiting();
     } else {
       exclusive_.wait(1, std::memory_order_acquire);
     }
-  }
+  } while (!try_lock_shared());
 }
-
-void WriterGate::unlock_shared() { shared_.add(-1, std::memory_order_release); }
 
 bool WriterGate::try_lock() {
   if (!raise()) return false;

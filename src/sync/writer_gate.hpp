@@ -43,9 +43,19 @@ class WriterGate {
   WriterGate(const WriterGate&) = delete;
   WriterGate& operator=(const WriterGate&) = delete;
 
-  void lock_shared();
-  bool try_lock_shared();
-  void unlock_shared();
+  // The shared side's fast path is inline: every write takes it.
+  void lock_shared() {
+    if (!try_lock_shared()) [[unlikely]] waitShared();
+  }
+  bool try_lock_shared() {
+    // The add comes before the flag's load, and an exclusive holder raises the flag before
+    // it sums the slots (both sequentially consistent): one of them sees the other.
+    shared_.add(1);
+    if (exclusive_.load(std::memory_order_seq_cst) == 0) [[likely]] return true;
+    shared_.add(-1);
+    return false;
+  }
+  void unlock_shared() { shared_.add(-1, std::memory_order_release); }
 
   void lock();
   bool try_lock();
@@ -55,6 +65,9 @@ class WriterGate {
   static constexpr std::chrono::microseconds kRaisedAtMost{2000};
   static constexpr std::chrono::microseconds kLoweredFor{200};
   bool sharedHeld() const { return shared_.sum() != 0; }
+  // lock_shared() once the gate was found raised: waits (the task, or the thread) until
+  // it is lowered, and takes it.
+  void waitShared();
   // Raises the flag if it is down (true), else leaves it (false).
   bool raise() {
     uint32_t down = 0;
