@@ -4,8 +4,9 @@
 //
 // Contract
 // - acquire(lock): lock a std::unique_lock / std::shared_lock (constructed with
-//   std::defer_lock). Outside a task: lock(). Inside a task: try_lock() until it
-//   succeeds, letting the thread's other tasks run between tries.
+//   std::defer_lock). A free lock is taken by one try_lock(), in or outside a task.
+//   Otherwise, outside a task: lock(); inside a task: try_lock() until it succeeds,
+//   letting the thread's other tasks run between tries.
 // - lock(mutex): acquire() of a std::unique_lock of mutex, returned held.
 // - pause(): inside a task, lets the thread's other tasks run once; outside, yields the
 //   CPU (std::this_thread::yield).
@@ -20,6 +21,7 @@ namespace vmstore::internal::task {
 
 template <class Lock>
 void acquire(Lock& lock) {
+  if (lock.try_lock()) [[likely]] return;  // free: no need to know whether this is a task
   Scheduler* s = Scheduler::current();
   if (s == nullptr) {
     lock.lock();
