@@ -152,7 +152,6 @@ class VmAlloc : public MicroBenchmark {
     JsonFields f;
     f.emplace_back("threads", std::to_string(threadsMax));
     f.emplace_back("batch_speedup", batched ? jsonNumber(last[1] / last[0], 3) : "null");
-    f.emplace_back("max_threads", std::to_string(threadsMax));
     f.emplace_back("madvise_ops_per_s", jsonNumber(last[0], 0));
     f.emplace_back("process_madvise_ops_per_s", batched ? jsonNumber(last[1], 0) : "null");
     f.emplace_back("madvise_shootdowns_per_op", jsonNumber(lastShoot[0], 4));
