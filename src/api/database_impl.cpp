@@ -464,6 +464,8 @@ DatabaseImpl::~DatabaseImpl() {
   if (opened_) close();
 }
 
+// A condition added here or in notPoisoned() belongs in writesClear() too: writes that
+// find it clear do not call these.
 Status DatabaseImpl::writable() {
   if (bm_->writeBackFailing()) {
     // The device refused write-back (full, or failing): take no new change until the
