@@ -224,7 +224,11 @@ class DatabaseImpl {
   // *commit = lsn, for waitDurable), then wakes the checkpointer if the log or journal
   // size asks for a checkpoint.
   [[gnu::always_inline]] Status afterWrite(Status st, uint64_t lsn, uint64_t* commit = nullptr) {
-    if (lsn == 0 && commit == nullptr && st.ok()) [[likely]] {  // nothing logged: nothing to wait for
+    // Nothing to wait for: nothing logged, or logged under async durability into a log
+    // that has not failed (a record that could not be written is not acknowledged: the
+    // slow path returns the log's failure).
+    if (commit == nullptr && st.ok() &&
+        (lsn == 0 || (options_.durability != Durability::kSync && !log_.failed()))) [[likely]] {
       if (!replaying_ && checkpointDue()) wakeCheckpointer();
       return st;
     }

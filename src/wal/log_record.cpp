@@ -9,16 +9,6 @@ namespace vmstore::internal {
 
 namespace {
 
-constexpr size_t kOpHeader = 1 + 2 + 4 + 4;
-
-size_t payloadSize(std::span<const LogOp> ops) {
-  size_t n = 0;
-  for (const LogOp& op : ops) n += kOpHeader + op.tree.size() + op.key.size() + op.value.size();
-  return n;
-}
-
-size_t padded(size_t n) { return (n + 7) & ~size_t{7}; }
-
 template <class T>
 void put(uint8_t*& p, T v) {
   std::memcpy(p, &v, sizeof(v));
@@ -45,10 +35,6 @@ uint32_t recordCrc(const uint8_t* record, size_t length, bool payloadFirst) {
 
 }  // namespace
 
-size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes) {
-  return padded(sizeof(LogRecordHeader) + payloadSize(ops) + moreValueBytes);
-}
-
 void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out) {
   sealRecord(out, encodeUnsealed(ops, salt, out), offset, epoch);
 }
@@ -61,7 +47,7 @@ void sealRecord(uint8_t* record, uint32_t payloadCrc, uint64_t offset, uint32_t 
 }
 
 uint32_t encodeUnsealed(std::span<const LogOp> ops, uint64_t salt, uint8_t* out) {
-  size_t length = payloadSize(ops);
+  size_t length = logPayloadSize(ops);
   LogRecordHeader h{0, static_cast<uint32_t>(length), salt, 0, 0,
                     static_cast<uint32_t>(ops.size()) | kPayloadFirstCrc};
   uint8_t* p = out + sizeof(h);
@@ -74,7 +60,7 @@ uint32_t encodeUnsealed(std::span<const LogOp> ops, uint64_t salt, uint8_t* out)
     putBytes(p, op.key);
     putBytes(p, op.value);
   }
-  std::memset(p, 0, padded(sizeof(h) + length) - sizeof(h) - length);
+  std::memset(p, 0, logPadded(sizeof(h) + length) - sizeof(h) - length);
   std::memcpy(out, &h, sizeof(h));
   return crc32c(out + sizeof(h), length);
 }
@@ -95,7 +81,7 @@ RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_
   const uint8_t* p = bytes.data() + sizeof(h);
   const uint8_t* end = p + h.length;
   for (uint32_t i = 0; i < count; i++) {
-    if (static_cast<size_t>(end - p) < kOpHeader) return RecordCheck::kMismatch;
+    if (static_cast<size_t>(end - p) < kLogOpHeader) return RecordCheck::kMismatch;
     uint8_t kind;
     uint16_t nameLen;
     uint32_t keyLen, valueLen;
@@ -103,7 +89,7 @@ RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_
     std::memcpy(&nameLen, p + 1, 2);
     std::memcpy(&keyLen, p + 3, 4);
     std::memcpy(&valueLen, p + 7, 4);
-    p += kOpHeader;
+    p += kLogOpHeader;
     if (kind < 1 || kind > static_cast<uint8_t>(LogOpKind::kPatch)) return RecordCheck::kMismatch;
     uint64_t need = uint64_t{nameLen} + keyLen + valueLen;
     if (need > static_cast<uint64_t>(end - p)) return RecordCheck::kMismatch;
@@ -115,7 +101,7 @@ RecordCheck decodeRecord(std::span<const uint8_t> bytes, uint64_t* salt, uint64_
   }
   if (p != end) return RecordCheck::kMismatch;
   *salt = h.salt;
-  *size = padded(sizeof(h) + h.length);
+  *size = logPadded(sizeof(h) + h.length);
   return RecordCheck::kValid;
 }
 

@@ -49,9 +49,21 @@ struct LogRecordHeader {
 };
 static_assert(sizeof(LogRecordHeader) == 32);
 
+// An operation's bytes in a payload before its name, key and value: kind (1), name
+// length (2), key length (4), value length (4).
+constexpr size_t kLogOpHeader = 1 + 2 + 4 + 4;
+inline size_t logPayloadSize(std::span<const LogOp> ops) {
+  size_t n = 0;
+  for (const LogOp& op : ops) n += kLogOpHeader + op.tree.size() + op.key.size() + op.value.size();
+  return n;
+}
+inline size_t logPadded(size_t n) { return (n + 7) & ~size_t{7}; }  // records are 8-byte aligned
 // Bytes the record of these operations occupies (header, payload, padding), with
 // moreValueBytes value bytes beyond those the ops hold now (a value not yet written).
-size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes = 0);
+// Inline: every logged write sizes its record before and after applying it.
+inline size_t recordSize(std::span<const LogOp> ops, size_t moreValueBytes = 0) {
+  return logPadded(sizeof(LogRecordHeader) + logPayloadSize(ops) + moreValueBytes);
+}
 // Writes the record into out (recordSize(ops) bytes).
 void encodeRecord(std::span<const LogOp> ops, uint64_t salt, uint64_t offset, uint32_t epoch, uint8_t* out);
 // encodeRecord in two steps. encodeUnsealed writes all but the offset, epoch and CRC and

@@ -128,6 +128,7 @@ class OpLog {
   uint64_t endLsn() const { return endLsn_.load(std::memory_order_acquire); }  // appended so far
   Status flush() { return waitDurable(endLsn()); }
   Status failure();
+  bool failed() const { return failed_.load(std::memory_order_acquire); }  // failure() is not OK
   std::function<void(const Status&)> onSyncFailure;
 
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }  // this interval
