@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,23 +55,31 @@ struct WriteScratch {
   std::vector<Bytes> keys;
   std::vector<size_t> pending;
   std::vector<BTree::LeafHint> found;
+  WriteScratch* nextKept = nullptr;  // in its thread's list of kept scratches (ScratchLease)
 };
 
 class ScratchLease {
  public:
   ScratchLease() {
-    if (pool().empty()) {
-      scratch_ = std::make_unique<WriteScratch>();
+    Kept& k = kept();
+    if (k.head == nullptr) {
+      scratch_ = new WriteScratch();
     } else {
-      scratch_ = std::move(pool().back());
-      pool().pop_back();
+      scratch_ = k.head;
+      k.head = scratch_->nextKept;
+      k.count--;
     }
   }
   ~ScratchLease() {
+    Kept& k = kept();
     const WriteScratch& x = *scratch_;
-    if (pool().size() < kKept && x.undo.size() <= kKeptOps && x.patches.capacity() <= kKeptBytes &&
+    if (k.count < kKept && x.undo.size() <= kKeptOps && x.patches.capacity() <= kKeptBytes &&
         x.one.capacity() <= kKeptBytes) {
-      pool().push_back(std::move(scratch_));
+      scratch_->nextKept = k.head;
+      k.head = scratch_;
+      k.count++;
+    } else {
+      delete scratch_;
     }
   }
   ScratchLease(const ScratchLease&) = delete;
@@ -83,11 +90,20 @@ class ScratchLease {
   static constexpr size_t kKept = 8;
   static constexpr size_t kKeptOps = 4096;
   static constexpr size_t kKeptBytes = 1 << 20;
-  static std::vector<std::unique_ptr<WriteScratch>>& pool() {
-    thread_local std::vector<std::unique_ptr<WriteScratch>> kept;
-    return kept;
+  // A thread's kept scratches, a list through nextKept (a lease and its return are a few
+  // loads and stores), freed when the thread ends.
+  struct Kept {
+    WriteScratch* head = nullptr;
+    size_t count = 0;
+    ~Kept() {
+      while (head != nullptr) delete std::exchange(head, head->nextKept);
+    }
+  };
+  static Kept& kept() {
+    thread_local Kept k;
+    return k;
   }
-  std::unique_ptr<WriteScratch> scratch_;
+  WriteScratch* scratch_;
 };
 
 }  // namespace vmstore::internal
