@@ -1253,8 +1253,10 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
             if (cur && !v.empty() && at >= from && at < from + cur->size()) v = owned.assign(v);
             newValue = v;
             op = LogOp{LogOpKind::kPut, t->name, key, v};
-            if (scratch && cur && cur->size() == v.size() && encodePatch(asBytes(*cur), asBytes(v), &(**scratch).one)) {
-              op = LogOp{LogOpKind::kPatch, t->name, key, (**scratch).one};  // a row update: its changed bytes
+            std::string_view patch;
+            if (scratch && cur && cur->size() == v.size() &&
+                encodePatch(asBytes(*cur), asBytes(v), &(**scratch).one, &patch)) {
+              op = LogOp{LogOpKind::kPatch, t->name, key, patch};  // a row update: its changed bytes
             }
             break;
           }
@@ -1489,9 +1491,10 @@ Status DatabaseImpl::write(const WriteBatch& batch, uint64_t* commit) {
         const WriteBatch::Op& op = batchOps[i];
         const WriteScratch::Undo& u = x.undo[i];
         if (!op.isPut || !u.had || u.old.size() != op.value.size()) continue;
-        if (!encodePatch(asBytes(u.old), asBytes(op.value), &x.one)) continue;
-        x.at[i] = {x.patches.size(), x.one.size()};
-        x.patches += x.one;
+        std::string_view patch;
+        if (!encodePatch(asBytes(u.old), asBytes(op.value), &x.one, &patch)) continue;
+        x.at[i] = {x.patches.size(), patch.size()};
+        x.patches += patch;
       }
       for (size_t i = 0; i < n; i++) {
         if (x.at[i].second == 0) continue;

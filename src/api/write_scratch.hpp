@@ -36,7 +36,7 @@ struct WriteScratch {
   std::vector<Undo> undo;  // [0, undone) in use
   size_t undone = 0;
   std::string patches;  // the patches of a batch's same-size puts, end to end
-  std::string one;      // one patch (a batch's next, or an update's)
+  std::string one;      // working storage of one patch (encodePatch): a batch's next, or an update's
   std::vector<std::pair<size_t, size_t>> at;  // each op's patch in patches; length 0: none
   // Each op's leaf, found side by side (BTree::locateLeaves; empty: none). index: the
   // ops grouped by tree; group: each op's group; a group is index[begin, end), watched

@@ -80,13 +80,14 @@ size_t endOfRun(const uint8_t* a, const uint8_t* b, size_t i, size_t n) {
 
 }  // namespace
 
-bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* out) {
+bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* buf,
+                 std::string_view* patch) {
   const size_t n = next.size();
   if (old.size() != n || n > UINT32_MAX) return false;
-  // Written in place into n bytes (a patch is kept only if smaller than the value), then
-  // cut to its length.
-  out->resize(std::max<size_t>(n, 4));
-  char* const base = out->data();
+  // Written in place into n bytes of buf (a patch is kept only if smaller than the
+  // value); buf only grows, so a warm buffer is not cleared first.
+  if (buf->size() < std::max<size_t>(n, 4)) buf->resize(std::max<size_t>(n, 4));
+  char* const base = buf->data();
   size_t at = 0;
   auto putU32At = [&](uint32_t v) {
     std::memcpy(base + at, &v, sizeof(v));
@@ -96,17 +97,14 @@ bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, st
   size_t i = firstDifference(old.data(), next.data(), 0, n);
   while (i < n) {
     const size_t end = endOfRun(old.data(), next.data(), i, n);  // one past its last differing byte
-    if (at + kRangeHeader + (end - i) >= n) {
-      out->clear();
-      return false;
-    }
+    if (at + kRangeHeader + (end - i) >= n) return false;
     putU32At(static_cast<uint32_t>(i));
     putU32At(static_cast<uint32_t>(end - i));
     std::memcpy(base + at, next.data() + i, end - i);
     at += end - i;
     i = firstDifference(old.data(), next.data(), end, n);
   }
-  out->resize(at);
+  *patch = std::string_view(base, at);
   return at < n;
 }
 

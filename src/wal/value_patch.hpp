@@ -7,10 +7,12 @@
 //   and offsets 4 bytes each, little-endian, as the rest of the log). Ranges ascend and
 //   never overlap; differing bytes less than kMergeGap apart share one range (a range's
 //   header costs more than the equal bytes between them).
-// - encodePatch(old, next, out): old and next must have the same size. Writes the patch
-//   into *out (replacing what it held) and returns true when it is smaller than next
-//   itself; otherwise returns false (log the whole value then). Equal values give a
-//   patch of no ranges (4 bytes).
+// - encodePatch(old, next, buf, patch): old and next must have the same size. Writes the
+//   patch into *buf, working storage that it grows to at least next's size and never
+//   shrinks (so a buffer reused from write to write is neither reallocated nor cleared),
+//   sets *patch to view it there, and returns true when it is smaller than next itself;
+//   otherwise returns false (log the whole value then; *patch is then unspecified).
+//   Equal values give a patch of no ranges (4 bytes).
 // - applyPatch(patch, value): a blind write of the ranges' bytes, so applying a patch
 //   twice, or a sequence of patches again over its own result, changes nothing more.
 //   Returns false, writing nothing, when the patch is malformed (truncated, ranges out
@@ -29,7 +31,8 @@ namespace vmstore::internal {
 
 inline constexpr size_t kMergeGap = 8;
 
-bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* out);
+bool encodePatch(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* buf,
+                 std::string_view* patch);
 bool applyPatch(std::string_view patch, std::span<uint8_t> value);
 uint64_t patchedSize(std::string_view patch);
 

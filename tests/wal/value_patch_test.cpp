@@ -16,6 +16,16 @@ std::span<const uint8_t> bytes(const std::string& s) {
 }
 std::span<uint8_t> writable(std::string& s) { return {reinterpret_cast<uint8_t*>(s.data()), s.size()}; }
 
+// encodePatch through one working buffer for the whole file, as the engine reuses a
+// write's: it still holds what earlier, larger patches left in it.
+bool encode(std::span<const uint8_t> old, std::span<const uint8_t> next, std::string* patch) {
+  static std::string buf;
+  std::string_view view;
+  if (!encodePatch(old, next, &buf, &view)) return false;
+  patch->assign(view);
+  return true;
+}
+
 TEST(ValuePatch, TurnsTheOldValueIntoTheNewOne) {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 2000; round++) {
@@ -30,7 +40,7 @@ TEST(ValuePatch, TurnsTheOldValueIntoTheNewOne) {
       for (size_t i = at; i < at + len; i++) next[i] = static_cast<char>(rng());
     }
     std::string patch;
-    if (!encodePatch(bytes(old), bytes(next), &patch)) {
+    if (!encode(bytes(old), bytes(next), &patch)) {
       continue;  // not smaller than the value: logged whole
     }
     EXPECT_LT(patch.size(), next.size());
@@ -72,7 +82,7 @@ TEST(ValuePatch, RangesFollowTheMergeRuleExactly) {
       }
     }
     std::string patch;
-    if (!encodePatch(bytes(old), bytes(next), &patch)) continue;
+    if (!encode(bytes(old), bytes(next), &patch)) continue;
     std::vector<std::pair<size_t, size_t>> got;
     for (size_t p = 4; p < patch.size();) {
       uint32_t off, len;
@@ -92,14 +102,35 @@ TEST(ValuePatch, ARowUpdateIsSmallAndAWholeNewValueIsNotAPatch) {
   next[252] = 'y';           // two fields near the end, 5 bytes apart: one range
   next[258] = 'z';
   std::string patch;
-  ASSERT_TRUE(encodePatch(bytes(row), bytes(next), &patch));
+  ASSERT_TRUE(encode(bytes(row), bytes(next), &patch));
   EXPECT_EQ(patch.size(), 4u + (8 + 1) + (8 + 7));
-  EXPECT_TRUE(encodePatch(bytes(row), bytes(row), &patch));
+  EXPECT_TRUE(encode(bytes(row), bytes(row), &patch));
   EXPECT_EQ(patch.size(), 4u);  // equal: no ranges
   std::string other(320, 'o');
-  EXPECT_FALSE(encodePatch(bytes(row), bytes(other), &patch));
-  EXPECT_FALSE(encodePatch(bytes(row), bytes(std::string(319, 'r')), &patch));  // sizes differ
-  EXPECT_FALSE(encodePatch(bytes(std::string("ab")), bytes(std::string("ab")), &patch));  // under a patch's size
+  EXPECT_FALSE(encode(bytes(row), bytes(other), &patch));
+  EXPECT_FALSE(encode(bytes(row), bytes(std::string(319, 'r')), &patch));  // sizes differ
+  EXPECT_FALSE(encode(bytes(std::string("ab")), bytes(std::string("ab")), &patch));  // under a patch's size
+}
+
+TEST(ValuePatch, TheWorkingBufferOnlyGrowsAndIsNotCleared) {
+  std::string buf;
+  std::string_view patch;
+  std::string big(600, 'b');
+  std::string bigNext = big;
+  bigNext[500] = 'x';
+  ASSERT_TRUE(encodePatch(bytes(big), bytes(bigNext), &buf, &patch));
+  EXPECT_GE(buf.size(), 600u);
+  std::string row(100, 'r');
+  std::string next = row;
+  next[7] = 'y';
+  std::string before = buf;
+  ASSERT_TRUE(encodePatch(bytes(row), bytes(next), &buf, &patch));
+  EXPECT_EQ(buf.size(), before.size());  // not shrunk
+  EXPECT_EQ(patch.data(), buf.data());
+  EXPECT_EQ(buf.substr(patch.size()), before.substr(patch.size()));  // past the patch: untouched
+  std::string v = row;
+  ASSERT_TRUE(applyPatch(patch, writable(v)));
+  EXPECT_EQ(v, next);
 }
 
 TEST(ValuePatch, AMalformedPatchOrAnotherSizeWritesNothing) {
@@ -108,7 +139,7 @@ TEST(ValuePatch, AMalformedPatchOrAnotherSizeWritesNothing) {
   next[3] = 'b';
   next[40] = 'c';
   std::string patch;
-  ASSERT_TRUE(encodePatch(bytes(row), bytes(next), &patch));
+  ASSERT_TRUE(encode(bytes(row), bytes(next), &patch));
   std::string shorter(63, 'a');
   EXPECT_FALSE(applyPatch(patch, writable(shorter)));
   EXPECT_EQ(shorter, std::string(63, 'a'));
