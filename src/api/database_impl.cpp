@@ -33,9 +33,6 @@ constexpr const char* kDataFileName = "data.vms";
 // The single journal and log file of versions before the two-file layout.
 constexpr const char* kLegacyJournalName = "journal.vms";
 constexpr const char* kLegacyLogName = "log.vms";
-// A writer that finds the journal larger than this runs a checkpoint, so the journal
-// (and the time to recover it) stays bounded in a long write run.
-constexpr uint64_t kAutoCheckpointBytes = 1ull << 30;
 
 // Catalog keys: "T" + tree name, so that the default tree "" has a non-empty key.
 std::string catalogKey(std::string_view name) {
@@ -599,10 +596,6 @@ Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
   if (st.ok()) st = cutLocked();
   if (st.ok()) wakeCheckpointer();  // writes the snapshot
   return st;
-}
-
-bool DatabaseImpl::checkpointDue() const {
-  return journal_.bytes() > kAutoCheckpointBytes || log_.bytes() > options_.log_size / 4;
 }
 
 void DatabaseImpl::wakeCheckpointer() {

@@ -176,7 +176,13 @@ class DatabaseImpl {
   // A writer found the log full: cut (after completing any pending checkpoint) so that
   // appends move to the other log file; the checkpointer writes the snapshot.
   Status makeLogRoom(size_t recordBytes);
-  bool checkpointDue() const;
+  // A writer that finds the journal larger than this runs a checkpoint, so the journal
+  // (and the time to recover it) stays bounded in a long write run.
+  static constexpr uint64_t kAutoCheckpointBytes = 1ull << 30;
+  // Whether the log or the journal asks for a checkpoint (inline: every write asks).
+  bool checkpointDue() const {
+    return log_.bytes() > options_.log_size / 4 || journal_.bytes() > kAutoCheckpointBytes;
+  }
   void wakeCheckpointer();
   void checkpointerLoop();
   // Corruption if the directory holds a log or journal but no data file (it was lost).

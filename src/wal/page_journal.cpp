@@ -60,11 +60,6 @@ void PageJournal::begin(uint32_t epoch, uint64_t directFrom) {
   newest_.store(epoch, std::memory_order_release);
 }
 
-uint64_t PageJournal::bytes() const {
-  return (files_[0].slots.load(std::memory_order_acquire) + files_[1].slots.load(std::memory_order_acquire)) *
-         kPageSize;
-}
-
 Status PageJournal::scan(File& f, uint32_t epoch, bool* committed, bool* any, Page* superblock) {
   *committed = false;
   *any = false;

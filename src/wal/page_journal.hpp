@@ -128,4 +128,10 @@ class PageJournal : public PageStore {
   std::atomic<bool> syncFailed_{false};
 };
 
+// Inline: every write asks (DatabaseImpl::checkpointDue).
+inline uint64_t PageJournal::bytes() const {
+  return (files_[0].slots.load(std::memory_order_acquire) + files_[1].slots.load(std::memory_order_acquire)) *
+         kPageSize;
+}
+
 }  // namespace vmstore::internal
