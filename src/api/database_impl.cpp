@@ -904,11 +904,12 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
   for (;;) {
     Lock gate(writeGate_, std::defer_lock);
     gate.lock();  // task-aware itself (writer_gate.hpp)
-    size_t size = 0;
-    if (logging() && recordSize(ops, lateValueBytes) > unloggedRecordBytes()) {
+    const size_t record = logging() ? recordSize(ops, lateValueBytes) : 0;  // 0: not logged
+    size_t size = 0;  // reserved
+    if (record > unloggedRecordBytes()) {
       unlogged = true;  // too large for the log: a checkpoint makes it durable below
-    } else if (logging()) {
-      size = recordSize(ops, lateValueBytes);
+    } else if (record != 0) {
+      size = record;
       st = log_.reserve(size);
       if (st.code() == Status::Code::kBusy) {
         if (!log_.fits(size)) {
@@ -1254,10 +1255,10 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
             break;
           }
         }
-        if (logging() && recordSize({&*op, 1}) > unloggedRecordBytes()) {
+        const size_t size = logging() ? recordSize({&*op, 1}) : 0;  // 0: not logged
+        if (size > unloggedRecordBytes()) {
           unlogged = true;
-        } else if (logging()) {
-          size_t size = recordSize({&*op, 1});
+        } else if (size != 0) {
           Status r = log_.reserve(size);
           if (!r.ok()) {
             if (r.code() != Status::Code::kBusy) {

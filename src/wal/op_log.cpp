@@ -597,7 +597,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
 }
 
 Status OpLog::failure() {
-  if (!failed_.load(std::memory_order_acquire)) return Status::OK();
+  if (!failed()) return Status::OK();
   std::lock_guard g(syncMutex_);
   return failure_;
 }
