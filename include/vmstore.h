@@ -63,7 +63,7 @@ enum {
   VMS_ENOSPC = -4,   /* the storage reached max_size or the device is full       */
   VMS_ETOOBIG = -5,  /* key or value larger than the documented maximum          */
   VMS_ENOMEM = -6,   /* the buffer pool or the process ran out of memory         */
-  VMS_EBUSY = -7     /* the database is open elsewhere (this or another process) */
+  VMS_EBUSY = -7     /* the database is open elsewhere (this or another process); a transaction: abort, retry */
 };
 
 #define VMS_MAX_KEY_SIZE 1024
@@ -327,6 +327,42 @@ void vms_batch_free(vms_batch* b);
  *   when vms_write_nowait returns. */
 int vms_write_nowait(vms_db* db, vms_batch* b, uint64_t* commit);
 int vms_wait_durable(vms_db* db, uint64_t commit);
+
+/* Transactions: writes over the trees of one database, each applied in place when it is
+ * made, committed together: after a crash all of them are present or none
+ * (vmstore/transaction.hpp has the whole contract).
+ * - vms_txn_new makes a transaction handle for db; it begins with its first call and
+ *   ends with vms_txn_commit or vms_txn_abort, after which it may be used again.
+ *   vms_txn_free aborts an open one. A handle is used by one thread (or task) at a time.
+ * - vms_txn_put, vms_txn_delete (VMS_NOTFOUND when absent, nothing changes) and
+ *   vms_txn_update (as vms_update) write at once and keep the key's lock until the end;
+ *   vms_txn_get (as vms_get) locks the key and reads it as it stands. Transactions that
+ *   reach their keys only through these calls are serializable. Other readers (vms_get,
+ *   scans, iterators, views) see the writes as they are made, before the commit.
+ * - vms_txn_commit writes one log record of every change and returns as durability
+ *   makes a write return (sync: on stable storage, sharing a flush with concurrent
+ *   committers); vms_txn_commit_nowait is vms_write_nowait's counterpart (then
+ *   vms_wait_durable). vms_txn_abort, or a commit that fails, puts every value back.
+ * - VMS_EBUSY from a call: a key's lock stayed held elsewhere for 10-30 ms while this
+ *   transaction held others (two transactions waiting for each other), or the log file
+ *   filled while it was open: abort it and retry. A call that fails changes nothing
+ *   itself; the transaction stays open: commit or abort it.
+ * - A tree of another database: VMS_EINVAL. Keys and values as for vms_put; a write
+ *   whose log record would pass a sixteenth of log_size: VMS_ETOOBIG (use vms_put).
+ * - While a transaction is open on a thread, that thread must not write to its
+ *   database with plain calls (vms_put, vms_delete, vms_update, vms_write): they may wait
+ *   for it forever. vms_sync, vms_close and vms_tree_drop return VMS_EBUSY on that
+ *   thread; vms_close from another thread waits for open transactions. */
+typedef struct vms_txn vms_txn;
+int vms_txn_new(vms_db* db, vms_txn** txn);
+int vms_txn_put(vms_txn* txn, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);
+int vms_txn_delete(vms_txn* txn, vms_tree* t, const void* key, size_t klen);
+int vms_txn_get(vms_txn* txn, vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, size_t* vlen);
+int vms_txn_update(vms_txn* txn, vms_tree* t, const void* key, size_t klen, vms_update_fn fn, void* ctx);
+int vms_txn_commit(vms_txn* txn);
+int vms_txn_commit_nowait(vms_txn* txn, uint64_t* commit);
+int vms_txn_abort(vms_txn* txn);
+void vms_txn_free(vms_txn* txn);
 
 /* Task mode, for applications with many independent operations (vmstore/tasks.hpp has
  * the whole contract). A pool of `threads` worker threads, each running up to

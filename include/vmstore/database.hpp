@@ -325,6 +325,7 @@ class Database {
   Database& operator=(const Database&) = delete;
 
  private:
+  friend class Transaction;
   explicit Database(std::unique_ptr<internal::DatabaseImpl> impl);
   std::unique_ptr<internal::DatabaseImpl> impl_;
 };

@@ -7,4 +7,5 @@
 #include "vmstore/stats.hpp"
 #include "vmstore/status.hpp"
 #include "vmstore/tasks.hpp"
+#include "vmstore/transaction.hpp"
 #include "vmstore/write_batch.hpp"

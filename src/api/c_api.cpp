@@ -30,6 +30,10 @@ struct vms_batch {
   vmstore::WriteBatch batch;
 };
 
+struct vms_txn {
+  vmstore::Transaction txn;
+};
+
 struct vms_iter {
   vmstore::Iterator it;
   Tree* tree = nullptr;  // whose database's close makes every later next() VMS_EINVAL
@@ -76,6 +80,34 @@ void retire(vms_db* db) {
   if (retired.size() > kRetiredKept) {
     old = std::move(retired.front());
     retired.pop_front();
+  }
+}
+
+// What a vms_update_fn decides, as the Change of an update (vms_update, vms_txn_update;
+// `who` names the call in messages).
+vmstore::Change changeOf(vms_update_fn fn, void* ctx, std::optional<std::string_view> current, const char* who) {
+  const void* next = nullptr;
+  size_t nextLen = 0;
+  int rc = fn(ctx, current ? current->data() : nullptr, current ? current->size() : 0, &next, &nextLen);
+  switch (rc) {
+    case VMS_UPDATE_KEEP:
+      return vmstore::Change::keep();
+    case VMS_UPDATE_DELETE:
+      return vmstore::Change::del();
+    case VMS_UPDATE_PUT:
+      if (next == nullptr && nextLen > 0) {
+        return vmstore::Change::abort(Status::InvalidArgument(
+            std::string(who) + ": fn returned VMS_UPDATE_PUT with *newval NULL and *newlen > 0"));
+      }
+      return vmstore::Change::put(next != nullptr ? bytes(next, nextLen) : std::string_view());
+    default:
+      if (rc < 0) {
+        return vmstore::Change::abort(
+            Status(static_cast<Status::Code>(rc), std::string(who) + ": fn aborted with " + std::to_string(rc)));
+      }
+      return vmstore::Change::abort(Status::InvalidArgument(
+          std::string(who) + ": fn returned " + std::to_string(rc) +
+          ", not VMS_UPDATE_KEEP, VMS_UPDATE_PUT, VMS_UPDATE_DELETE or a negative code"));
   }
 }
 
@@ -272,29 +304,7 @@ int vms_update(vms_tree* t, const void* key, size_t klen, vms_update_fn fn, void
   if (t == nullptr || key == nullptr || fn == nullptr) return invalid("vms_update: tree, key or fn is NULL");
   return noThrow([&] {
     return report(asTree(t)->update(bytes(key, klen), [&](std::optional<std::string_view> current) {
-      const void* next = nullptr;
-      size_t nextLen = 0;
-      int rc = fn(ctx, current ? current->data() : nullptr, current ? current->size() : 0, &next, &nextLen);
-      switch (rc) {
-        case VMS_UPDATE_KEEP:
-          return vmstore::Change::keep();
-        case VMS_UPDATE_DELETE:
-          return vmstore::Change::del();
-        case VMS_UPDATE_PUT:
-          if (next == nullptr && nextLen > 0) {
-            return vmstore::Change::abort(
-                Status::InvalidArgument("vms_update: fn returned VMS_UPDATE_PUT with *newval NULL and *newlen > 0"));
-          }
-          return vmstore::Change::put(next != nullptr ? bytes(next, nextLen) : std::string_view());
-        default:
-          if (rc < 0) {
-            return vmstore::Change::abort(
-                Status(static_cast<Status::Code>(rc), "vms_update: fn aborted with " + std::to_string(rc)));
-          }
-          return vmstore::Change::abort(Status::InvalidArgument(
-              "vms_update: fn returned " + std::to_string(rc) +
-              ", not VMS_UPDATE_KEEP, VMS_UPDATE_PUT, VMS_UPDATE_DELETE or a negative code"));
-      }
+      return changeOf(fn, ctx, current, "vms_update");
     }));
   });
 }
@@ -388,6 +398,66 @@ int vms_wait_durable(vms_db* db, uint64_t commit) {
 }
 
 void vms_batch_free(vms_batch* b) { delete b; }
+
+int vms_txn_new(vms_db* db, vms_txn** txn) {
+  if (txn == nullptr) return invalid("vms_txn_new: txn is NULL");
+  *txn = nullptr;
+  if (db == nullptr) return invalid("vms_txn_new: db is NULL");
+  return noThrow([&] {
+    *txn = new vms_txn{vmstore::Transaction(db->db.get())};
+    return static_cast<int>(VMS_OK);
+  });
+}
+
+int vms_txn_put(vms_txn* txn, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen) {
+  if (txn == nullptr || t == nullptr || key == nullptr) return invalid("vms_txn_put: txn, tree or key is NULL");
+  if (val == nullptr && vlen > 0) return invalid("vms_txn_put: val is NULL");
+  return noThrow([&] { return report(txn->txn.put(asTree(t), bytes(key, klen), val ? bytes(val, vlen) : std::string_view())); });
+}
+
+int vms_txn_delete(vms_txn* txn, vms_tree* t, const void* key, size_t klen) {
+  if (txn == nullptr || t == nullptr || key == nullptr) return invalid("vms_txn_delete: txn, tree or key is NULL");
+  return noThrow([&] { return report(txn->txn.del(asTree(t), bytes(key, klen))); });
+}
+
+int vms_txn_get(vms_txn* txn, vms_tree* t, const void* key, size_t klen, void* buf, size_t cap, size_t* vlen) {
+  if (txn == nullptr || t == nullptr || key == nullptr || vlen == nullptr) {
+    return invalid("vms_txn_get: txn, tree, key or vlen is NULL");
+  }
+  if (buf == nullptr && cap > 0) return invalid("vms_txn_get: buf is NULL but cap > 0");
+  return noThrow([&] {
+    std::span<std::byte> out(static_cast<std::byte*>(buf), buf ? cap : 0);
+    return report(txn->txn.get(asTree(t), bytes(key, klen), out, vlen));
+  });
+}
+
+int vms_txn_update(vms_txn* txn, vms_tree* t, const void* key, size_t klen, vms_update_fn fn, void* ctx) {
+  if (txn == nullptr || t == nullptr || key == nullptr || fn == nullptr) {
+    return invalid("vms_txn_update: txn, tree, key or fn is NULL");
+  }
+  return noThrow([&] {
+    return report(txn->txn.update(asTree(t), bytes(key, klen), [&](std::optional<std::string_view> current) {
+      return changeOf(fn, ctx, current, "vms_txn_update");
+    }));
+  });
+}
+
+int vms_txn_commit(vms_txn* txn) {
+  if (txn == nullptr) return invalid("vms_txn_commit: txn is NULL");
+  return noThrow([&] { return report(txn->txn.commit()); });
+}
+
+int vms_txn_commit_nowait(vms_txn* txn, uint64_t* commit) {
+  if (txn == nullptr || commit == nullptr) return invalid("vms_txn_commit_nowait: txn or commit is NULL");
+  return noThrow([&] { return report(txn->txn.commitNoWait(commit)); });
+}
+
+int vms_txn_abort(vms_txn* txn) {
+  if (txn == nullptr) return invalid("vms_txn_abort: txn is NULL");
+  return noThrow([&] { return report(txn->txn.abort()); });
+}
+
+void vms_txn_free(vms_txn* txn) { delete txn; }
 
 
 struct vms_tasks {

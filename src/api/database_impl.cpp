@@ -1,4 +1,5 @@
 #include "api/database_impl.hpp"
+#include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
 #include "api/write_scratch.hpp"
 
@@ -39,23 +40,6 @@ std::string catalogKey(std::string_view name) {
   std::string k = "T";
   k.append(name);
   return k;
-}
-
-// Runs fn, turning the engine's exceptions into a Status.
-template <class Fn>
-Status guarded(Fn&& fn) {
-  try {
-    return fn();
-  } catch (const StorageError& e) {
-    return e.status();
-  } catch (const std::bad_alloc&) {
-    return Status::NoMemory("out of memory");
-  } catch (const std::system_error& e) {
-    if (e.code().value() == ENOMEM) return Status::NoMemory(e.what());
-    return Status::IOError(e.what());
-  } catch (const std::invalid_argument& e) {  // an Options value nothing parsed (an unknown policy)
-    return Status::InvalidArgument(e.what());
-  }
 }
 
 std::string sizeText(uint64_t bytes) {
@@ -627,6 +611,7 @@ void DatabaseImpl::checkpointerLoop() {
 }
 
 Status DatabaseImpl::sync() {
+  if (transactionOpenHere()) return openTransactionStatus();
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   return checkpoint();
@@ -634,6 +619,7 @@ Status DatabaseImpl::sync() {
 
 Status DatabaseImpl::close() {
   if (released_) return Status::OK();
+  if (transactionOpenHere()) return openTransactionStatus();
   gate_.close();  // waits for the calls in flight; later ones are refused
   {
     std::lock_guard g(checkpointerMutex_);
@@ -738,6 +724,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
+  if (transactionOpenHere()) return openTransactionStatus();
   auto g = task::lock(treesMutex_);
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none
@@ -815,6 +802,7 @@ Stats DatabaseImpl::stats() {
 }
 
 Status DatabaseImpl::check(std::vector<std::string>* problems) {
+  if (transactionOpenHere()) return openTransactionStatus();
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   auto cg = task::lock(checkpointMutex_);

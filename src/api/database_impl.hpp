@@ -79,6 +79,7 @@
 namespace vmstore::internal {
 
 class DatabaseImpl;
+class TxnImpl;
 
 class TreeImpl {
  public:
@@ -152,12 +153,20 @@ class DatabaseImpl {
   // durability mode makes a write when its call returns.
   Status waitDurable(uint64_t commit);
 
+  // A transaction (api/transaction.cpp) of this database is open on this thread: sync,
+  // close, dropTree and check refuse (Busy), as they would wait for it forever.
+  bool transactionOpenHere() const;
+  static Status openTransactionStatus() {
+    return Status::Busy("a transaction of this database is open on this thread: commit or abort it first");
+  }
+
   BufferManager& bufferManager() { return *bm_; }
   CallGate& gate() { return gate_; }
   bool closed() const { return gate_.closed(); }
   static Status closedStatus() { return Status::InvalidArgument("database is closed"); }
 
  private:
+  friend class TxnImpl;  // api/transaction.cpp: writes as writeUnder and update do, held open
   DatabaseImpl() = default;
   Status create(const std::string& path);  // a new data file, atomically
   // After a failed open that created the database: removes its files (best effort).
