@@ -95,10 +95,20 @@ class UpdateFn {
   bool (*call_)(void*, std::string&);
 };
 
+// Thrown by a session's write when the engine gave up the open transaction (it was
+// aborted, its locks released) because it may have been waiting for another in a cycle:
+// the workload drops the transaction (counted as a conflict) and goes on.
+struct TransactionConflict : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Session {
  public:
   virtual ~Session() = default;
   virtual void begin() {}
+  // A group of a bulk load's writes, committed together so that transactional engines
+  // do not commit row by row; atomicity is not asked. By default begin().
+  virtual void beginLoad() { begin(); }
   virtual void commit() {}
   // Early lock release: commitNoWait() commits like commit() except that the commit may
   // not be durable yet; waitDurable() then waits until it is as durable as commit()

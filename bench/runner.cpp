@@ -420,6 +420,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   for (std::thread& w : workers) w.join();
   if (pool) pool->wait();
   result.totalTx = sumTx() - txAtMeasure;
+  for (const ThreadCounter& c : counters) result.conflicts += c.conflicts.load(std::memory_order_relaxed);
   result.txPerSec = result.totalTx / std::max(result.measuredSeconds, 1e-9);
   if (std::exception_ptr e = error.get()) std::rethrow_exception(e);
 
@@ -452,6 +453,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"durability\":" << jsonString(durabilityName(opts.durability))
        << ",\"data\":" << opts.data << ",\"pool\":" << opts.pool
        << ",\"tx_per_s\":" << fixed(result.txPerSec, 1) << ",\"tx\":" << result.totalTx
+       << ",\"tx_conflicts\":" << result.conflicts
        << ",\"load_s\":" << fixed(result.loadSeconds, 3)
        << ",\"seconds\":" << fixed(result.measuredSeconds, 3)
        << ",\"warmup_s\":" << opts.warmup

@@ -49,6 +49,7 @@ struct RunResult {
   std::string json;                   // the JSON line, without the newline
   uint64_t totalTx = 0;               // transactions in the measured phase
   double txPerSec = 0;                // totalTx / measured seconds
+  uint64_t conflicts = 0;             // transactions given up (TransactionConflict), whole run
   double loadSeconds = 0;
   double measuredSeconds = 0;
   EngineStats stats;                  // engine counters at the end of the run

@@ -64,6 +64,8 @@ struct RunOptions {
 // What one worker has done so far; the runner reads it every second.
 struct alignas(64) ThreadCounter {
   std::atomic<uint64_t> tx{0};
+  // Transactions given up on a TransactionConflict (engine.hpp), not counted in tx.
+  std::atomic<uint64_t> conflicts{0};
 };
 
 class Workload {

@@ -343,7 +343,7 @@ int vms_wait_durable(vms_db* db, uint64_t commit);
  *   makes a write return (sync: on stable storage, sharing a flush with concurrent
  *   committers); vms_txn_commit_nowait is vms_write_nowait's counterpart (then
  *   vms_wait_durable). vms_txn_abort, or a commit that fails, puts every value back.
- * - VMS_EBUSY from a call: a key's lock stayed held elsewhere for 10-30 ms while this
+ * - VMS_EBUSY from a call: a key's lock stayed held elsewhere for 2-6 ms while this
  *   transaction held others (two transactions waiting for each other), or the log file
  *   filled while it was open: abort it and retry. A call that fails changes nothing
  *   itself; the transaction stays open: commit or abort it.

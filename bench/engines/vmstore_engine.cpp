@@ -7,20 +7,24 @@
 // vmcache paper measured; async: each write's log record is in the OS page cache when
 // the call returns, the log synced every sync_interval, 100 ms; sync: each write returns
 // once its log record is fdatasync'ed, concurrent writers sharing one flush).
-// Transactions: with durability=sync, the writes between begin() and commit() are kept in
-// the session (PendingWrites: its reads, scans included, see them) and written at
-// commit() as one atomic batch (Database::write), so a transaction costs one
-// group-committed flush, as the other engines sync once per commit; abort() drops them.
-// A transaction of one write is written as that one put or del. commitNoWait() writes
-// the batch with Database::writeNoWait and waitDurable() waits for its log flush (early
-// lock release: the workload lets go of its locks in between). With none and async,
-// begin()/commit() are no-ops and every put and del is a committed write of its own
-// (async: one log record each, no flush).
+// Transactions: with durability sync and async, the writes between begin() and commit()
+// go through a vmstore::Transaction (vmstore/transaction.hpp): each is applied in place
+// at once (reads and scans, plain Tree calls, see it) and holds its key's lock; commit()
+// writes one log record for all of them, so a transaction costs one record and (sync)
+// one group-committed flush, as the other engines sync once per commit; abort() puts
+// the values back. A write the transaction gives up (Busy: a wait for a key's lock that
+// could be a cycle) aborts it and throws TransactionConflict. commitNoWait() is
+// Transaction::commitNoWait and waitDurable() waits for its log flush (early lock
+// release: the workload lets go of its locks in between). With none, begin()/commit()
+// are no-ops and every put and del is a write of its own, as the vmcache paper measured.
+// A load's groups (beginLoad) are batches under sync: the writes are kept in the session
+// (PendingWrites: its reads, scans included, see them) and written at commit() as one
+// atomic batch (Database::write); a group of one write is written as that one put or
+// del. Under async and none a load's writes are writes of their own.
 // scan() is Tree::scan (in place, nothing copied; reverse scans and scans of a table the
 // open transaction wrote to use an Iterator).
 // update() is Tree::update (one atomic read-modify-write, in place when the size does not
-// change), except inside a buffered transaction (sync), where it is get() then put() on
-// the transaction's writes.
+// change), or Transaction::update inside a transaction.
 // Large values (config.maxValueBytes): nothing to configure; a value over one page is
 // one variable-size page, and one value may take at most half of pool_size, which the
 // benchmark that writes it checks. checkpoint(): Database::sync(); no compaction.
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "engine.hpp"
+#include "vmstore/transaction.hpp"
 #include "vmstore/vmstore.hpp"
 #include "workload.hpp"
 
@@ -129,19 +134,20 @@ class VmstoreSession : public Session {
  public:
   explicit VmstoreSession(VmstoreEngine* engine) : engine_(engine) {}
   void begin() override;
+  void beginLoad() override;
   void commit() override;
   void commitNoWait() override;
   void waitDurable() override;
   bool sharesDurableWait() const override { return true; }  // the log is written in order
-  void abort() override { pending_.clear(); }
+  void abort() override;
   void put(int table, std::string_view key, std::string_view value) override;
   bool get(int table, std::string_view key, std::string* value) override;
   void getMany(int table, const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                std::vector<bool>* found) override;
   bool del(int table, std::string_view key) override;
   bool update(int table, std::string_view key, const UpdateFn& fn) override;
-  // Tree::update, unless transactions are buffered (then get() then put(), see above).
-  bool atomicUpdate() const override;
+  // Tree::update or Transaction::update: atomic either way.
+  bool atomicUpdate() const override { return true; }
   void scan(int table, std::string_view start, const ScanFn& fn) override;
   void scanReverse(int table, std::string_view start, const ScanFn& fn) override;
 
@@ -150,6 +156,10 @@ class VmstoreSession : public Session {
   // transaction's writes to that table.
   void mergedScan(int table, const PendingWrites::Table& writes, std::string_view start, bool reverse,
                   const ScanFn& fn);
+
+  // A write of the open transaction failed: Busy aborts it and throws
+  // TransactionConflict; any other error fails the run.
+  [[noreturn]] void txnFailed(const char* op, const Status& s);
 
   // The iterator of scans of a table, kept from one scan to the next (its entry buffers
   // are reused, so a scan allocates nothing once they are large enough).
@@ -161,6 +171,8 @@ class VmstoreSession : public Session {
   std::vector<std::span<std::byte>> bufs_;
   std::vector<size_t> vlens_;
   PendingWrites pending_;
+  std::optional<Transaction> txn_;  // made by the first begin() of a transactional engine
+  bool inTxn_ = false;              // between begin() and its commit or abort
   WriteBatch batch_;          // commitNoWait's, reused
   uint64_t commitPoint_ = 0;  // of the last commitNoWait, until waitDurable
 };
@@ -229,7 +241,10 @@ class VmstoreEngine : public Engine {
 
   Tree* tree(int table) const { return trees_[static_cast<size_t>(table)]; }
   Database* db() const { return db_.get(); }
+  // A load's groups (beginLoad) are batches.
   bool buffersTransactions() const { return durability_ == Durability::kSync; }
+  // begin() opens a Transaction.
+  bool transactional() const { return durability_ != Durability::kNone; }
 
  private:
   std::unique_ptr<Database> db_;
@@ -238,11 +253,41 @@ class VmstoreEngine : public Engine {
 };
 
 void VmstoreSession::begin() {
+  if (!engine_->transactional()) return;
+  if (!txn_) txn_.emplace(engine_->db());
+  inTxn_ = true;
+}
+
+void VmstoreSession::beginLoad() {
   pending_.clear();
   pending_.open = engine_->buffersTransactions();
 }
 
+void VmstoreSession::txnFailed(const char* op, const Status& s) {
+  if (s.code() == Status::Code::kBusy) {
+    inTxn_ = false;
+    Status undone = txn_->abort();
+    if (!undone.ok()) fail("abort", undone);
+    throw TransactionConflict(std::string("vmstore: ") + op + ": " + s.toString());
+  }
+  fail(op, s);
+}
+
+void VmstoreSession::abort() {
+  pending_.clear();
+  if (!inTxn_) return;
+  inTxn_ = false;
+  Status s = txn_->abort();
+  if (!s.ok()) fail("abort", s);
+}
+
 void VmstoreSession::commit() {
+  if (inTxn_) {
+    inTxn_ = false;
+    Status s = txn_->commit();
+    if (!s.ok()) fail("commit", s);
+    return;
+  }
   if (!pending_.open) return;
   Status s;
   if (pending_.count == 1) {  // one write: that call alone is atomic
@@ -264,6 +309,12 @@ void VmstoreSession::commit() {
 }
 
 void VmstoreSession::commitNoWait() {
+  if (inTxn_) {
+    inTxn_ = false;
+    Status s = txn_->commitNoWait(&commitPoint_);
+    if (!s.ok()) fail("commit", s);
+    return;
+  }
   if (!pending_.open) return;
   Status s;
   if (pending_.count > 0) {
@@ -293,6 +344,11 @@ void VmstoreSession::waitDurable() {
 void VmstoreSession::put(int table, std::string_view key, std::string_view value) {
   if (PendingWrites::Table* w = pending_.of(table)) {
     if (w->set(key, &value)) pending_.count++;
+    return;
+  }
+  if (inTxn_) {
+    Status s = txn_->put(engine_->tree(table), key, value);
+    if (!s.ok()) txnFailed("put", s);
     return;
   }
   Status s = engine_->tree(table)->put(key, value);
@@ -355,24 +411,29 @@ bool VmstoreSession::del(int table, std::string_view key) {
     if (w->set(key, nullptr)) pending_.count++;
     return existed;
   }
+  if (inTxn_) {
+    Status s = txn_->del(engine_->tree(table), key);
+    if (s.isNotFound()) return false;
+    if (!s.ok()) txnFailed("del", s);
+    return true;
+  }
   Status s = engine_->tree(table)->del(key);
   if (s.ok()) return true;
   if (s.isNotFound()) return false;
   fail("del", s);
 }
 
-bool VmstoreSession::atomicUpdate() const { return !engine_->buffersTransactions(); }
-
 bool VmstoreSession::update(int table, std::string_view key, const UpdateFn& fn) {
   if (pending_.of(table) != nullptr) return Session::update(table, key, fn);  // reads its writes
   bool found = false;
-  Status s = engine_->tree(table)->update(key, [&](std::optional<std::string_view> current) {
+  auto change = [&](std::optional<std::string_view> current) {
     found = current.has_value();
     if (!found) return Change::keep();
     updateBuffer_.assign(*current);
     return fn(updateBuffer_) ? Change::put(std::string_view(updateBuffer_)) : Change::keep();
-  });
-  if (!s.ok()) fail("update", s);
+  };
+  Status s = inTxn_ ? txn_->update(engine_->tree(table), key, change) : engine_->tree(table)->update(key, change);
+  if (!s.ok()) inTxn_ ? txnFailed("update", s) : fail("update", s);
   return found;
 }
 

@@ -33,7 +33,7 @@ void loadRecords(Engine& engine, int table, uint64_t n, unsigned threads,
         for (uint64_t i = begin; i < end && !failed.load(std::memory_order_relaxed);) {
           const uint64_t batchEnd = std::min(end, i + kPutsPerTransaction);
           const uint64_t batch = batchEnd - i;
-          session->begin();
+          session->beginLoad();
           for (; i < batchEnd; ++i) {
             encodeKey(i, key);
             makeValue(i, 0, value);

@@ -114,7 +114,12 @@ void TpccWorkload::run(Session& session, unsigned tid, const RunOptions& opts,
   Worker worker(session, shared_, tid, seed_ ^ (0x2545f4914f6cdd1dULL * (tid + 101)));
   while (!stop.load(std::memory_order_relaxed)) {
     if (opts.tpccRandomWarehouse) worker.moveToRandomWarehouse();
-    worker.runOne();
+    try {
+      worker.runOne();
+    } catch (const TransactionConflict&) {  // given up by the engine (aborted): the next one
+      counter.conflicts.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     counter.tx.fetch_add(1, std::memory_order_relaxed);
   }
 }

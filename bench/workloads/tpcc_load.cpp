@@ -36,7 +36,7 @@ void address(Rng& rng, Address* a) {
 void loadStock(Session& s, Rng& rng, uint32_t w) {
   StockRow r;
   for (uint32_t i = 1; i <= kStockPerWarehouse; ++i) {
-    if ((i - 1) % kBatch == 0) s.begin();
+    if ((i - 1) % kBatch == 0) s.beginLoad();
     std::memset(&r, 0, sizeof r);
     r.s_i_id = i;
     r.s_w_id = w;
@@ -53,7 +53,7 @@ void loadStock(Session& s, Rng& rng, uint32_t w) {
 
 void loadDistrict(Session& s, Rng& rng, const NURandConstants& c, uint32_t w, uint32_t d,
                   uint64_t now) {
-  s.begin();
+  s.beginLoad();
   DistrictRow dr;
   std::memset(&dr, 0, sizeof dr);
   dr.d_id = d;
@@ -156,7 +156,7 @@ void loadDistrict(Session& s, Rng& rng, const NURandConstants& c, uint32_t w, ui
 void loadItems(Session& s, Rng& rng) {
   ItemRow r;
   for (uint32_t i = 1; i <= kItems; ++i) {
-    if ((i - 1) % kBatch == 0) s.begin();
+    if ((i - 1) % kBatch == 0) s.beginLoad();
     std::memset(&r, 0, sizeof r);
     r.i_id = i;
     r.i_im_id = rng.uniformU(1, 10000);
@@ -171,7 +171,7 @@ void loadItems(Session& s, Rng& rng) {
 void loadWarehouse(Session& s, Rng& rng, const NURandConstants& c, uint32_t w,
                    const std::function<void()>& afterDistrict) {
   const uint64_t now = static_cast<uint64_t>(std::time(nullptr));
-  s.begin();
+  s.beginLoad();
   WarehouseRow wr;
   std::memset(&wr, 0, sizeof wr);
   wr.w_id = w;

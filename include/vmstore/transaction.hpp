@@ -16,14 +16,14 @@
 //   commit that fails, puts every value back as it was before the transaction.
 // - Crash: commit() writes one log record holding every change, so recovery replays all
 //   of them or none; no checkpoint falls inside an open transaction (it holds the
-//   database's writer gate shared from its first write to its end). commit() returns as
+//   database's writer gate shared from its first call to its end). commit() returns as
 //   durability makes a write return (sync: once the record is on stable storage, sharing
 //   a flush with concurrent committers; async: the process may crash; none: at once,
 //   durable at the next sync or close). commitNoWait(&c) is commit() without the wait, as
 //   Database::writeNoWait: release your own locks, then Database::waitDurable(c).
 // - Locks: keys are locked by hash (different keys may share a lock), in the order the
 //   calls come. A lock held elsewhere is waited for (inside a task, the task waits); once
-//   this transaction holds a lock, a wait longer than 10 to 30 ms (varied, so that two
+//   this transaction holds a lock, a wait longer than 2 to 6 ms (varied, so that two
 //   transactions waiting for each other seldom both give up) returns Busy ("abort the
 //   transaction and retry": two transactions waiting for each other, or a long holder).
 //   Keep transactions short: a checkpoint's cut waits for every open one.

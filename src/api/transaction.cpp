@@ -1,9 +1,11 @@
 // Transaction (vmstore/transaction.hpp) and TxnImpl, what stands behind it.
 //
 // An open transaction holds the database's call gate from its first call (close waits
-// for it), the locks of the keys it reached (a sorted list, so a key's lock is taken
-// once), and from its first write the writer gate shared (no checkpoint's cut falls
-// inside it) with log room reserved ahead for its record. Each write is applied at once,
+// for it), the writer gate shared from then on too (no checkpoint's cut falls inside
+// it) with log room reserved ahead for its record, and the locks of the keys it reached
+// (a sorted list, so a key's lock is taken once). The writer gate comes before the
+// first key lock: a transaction waiting for the gate (a cut is waiting for the open
+// ones) then holds no key that an open transaction could be waiting for. Each write is applied at once,
 // as DatabaseImpl::writeUnder and update apply a write, and leaves in one byte buffer its
 // key, its log operation's value (a put's value, or a same-size put's patch) and its undo
 // image (the value before, or its absence). commit() appends one record holding every
@@ -34,10 +36,14 @@ namespace {
 // The databases of this thread's open transactions, one entry per transaction.
 thread_local std::vector<const DatabaseImpl*> tOpenHere;
 
-// A transaction that holds a key lock waits 10 to 30 ms for another before Busy, varied
-// so that two transactions waiting for each other seldom both give up.
-constexpr auto kLockWaitMin = std::chrono::milliseconds(10);
-constexpr unsigned kLockWaitSpreadUs = 20000;
+// A transaction that holds a key lock waits 2 to 6 ms for another before Busy, varied so
+// that two transactions waiting for each other seldom both give up. Short: a cycle (keys
+// of two transactions that share locks, in opposite orders) stalls both until then,
+// while a transaction in memory holds its locks for tens of microseconds.
+constexpr auto kLockWaitMin = std::chrono::milliseconds(2);
+// It spins that long before it lets its thread's other tasks run (task/cooperative.hpp).
+constexpr auto kSpinFor = std::chrono::microseconds(50);
+constexpr unsigned kLockWaitSpreadUs = 4000;
 std::chrono::microseconds lockWait() {
   thread_local uint64_t x = reinterpret_cast<uintptr_t>(&x) | 1;
   x ^= x << 13;
@@ -85,9 +91,14 @@ class TxnImpl {
   };
 
   Status check(TreeImpl* t, std::string_view key);  // the call's arguments, the call gate
+  // The writer gate (holdGate), then the key's lock.
   Status lockKey(TreeImpl* t, std::string_view key);
-  // Before a write: the database writable, the writer gate held, log room reserved.
+  // The writer gate held, log room reserved.
   Status holdGate();
+  // Before a write: OK, or why the database takes none.
+  Status writable() {
+    return db_->writesClear() ? Status::OK() : db_->writable();
+  }
   // Log room for one more operation of these bytes (name, key, value or patch).
   Status reserveFor(size_t opBytes);
   size_t opBound(TreeImpl* t, std::string_view key, size_t valueBytes) const {
@@ -107,7 +118,7 @@ class TxnImpl {
   DatabaseImpl* db_;
   bool entered_ = false;  // the call gate
   bool gateHeld_ = false;
-  std::vector<KeySlot> held_;  // ascending
+  std::vector<KeySlot> held_;  // in the order taken, each once
   std::vector<Op> ops_;
   std::string bytes_;
   std::string old_;    // a delete's undo image
@@ -132,39 +143,45 @@ Status TxnImpl::check(TreeImpl* t, std::string_view key) {
 }
 
 Status TxnImpl::lockKey(TreeImpl* t, std::string_view key) {
+  if (!gateHeld_) {
+    if (Status st = holdGate(); !st.ok()) return st;
+  }
   const KeySlot s = t->keyLocks.slot(key);
-  auto it = std::lower_bound(held_.begin(), held_.end(), s);
-  if (it != held_.end() && *it == s) return Status::OK();
   SpinMutex& m = t->keyLocks.at(s.slot);
-  if (!m.try_lock()) {
+  if (m.try_lock()) [[likely]] {
+    held_.push_back(s);
+    return Status::OK();
+  }
+  if (std::find(held_.begin(), held_.end(), s) != held_.end()) return Status::OK();  // held by this one
+  // Spinning first: the holder is most likely a transaction running on another core,
+  // done within microseconds. A task that let its thread's other tasks run now, while
+  // holding locks, would have them open transactions that pile up behind its own.
+  if (!m.tryLockSpinning()) {
     if (held_.empty()) {
-      // Holding no lock, this waits in no cycle (the writer gate comes after key locks).
+      // Holding no key lock, this waits in no cycle of key locks.
       std::unique_lock l(m, std::defer_lock);
       task::acquire(l);
       l.release();
     } else {
+      const auto start = std::chrono::steady_clock::now();
       const auto wait = lockWait();
-      const auto deadline = std::chrono::steady_clock::now() + wait;
-      for (unsigned i = 1; !m.try_lock(); i++) {
-        task::pause();
-        if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) {
-          return Status::Busy("a key's lock stayed held by another writer for " +
-                              std::to_string(wait.count() / 1000) +
-                              " ms while this transaction held others (two transactions may be waiting for each "
+      while (!m.tryLockSpinning()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - start > wait) {
+          return Status::Busy("a key's lock stayed held by another writer for " + std::to_string(wait.count()) +
+                              " us while this transaction held others (two transactions may be waiting for each "
                               "other): abort the transaction and retry");
         }
+        // Past kSpinFor the holder may be a suspended task of this thread: let it run.
+        if (now - start > kSpinFor) task::pause();
       }
     }
   }
-  held_.insert(it, s);
+  held_.push_back(s);
   return Status::OK();
 }
 
 Status TxnImpl::holdGate() {
-  if (!db_->writesClear()) [[unlikely]] {
-    if (Status refused = db_->writable(); !refused.ok()) return refused;
-  }
-  if (gateHeld_) return Status::OK();
   const bool logging = db_->logging();
   for (;;) {
     db_->writeGate_.lock_shared();  // task-aware itself (writer_gate.hpp)
@@ -220,7 +237,7 @@ Status TxnImpl::put(TreeImpl* t, std::string_view key, std::string_view value) {
   if (Status bad = check(t, key); !bad.ok()) return bad;
   if (Status bad = validateValue(value); !bad.ok()) return bad;
   if (Status st = lockKey(t, key); !st.ok()) return st;
-  if (Status st = holdGate(); !st.ok()) return st;
+  if (Status st = writable(); !st.ok()) return st;
   if (Status st = reserveFor(opBound(t, key, value.size())); !st.ok()) return st;
   db_->markChanged();
   const size_t mark = bytes_.size();
@@ -255,7 +272,7 @@ Status TxnImpl::put(TreeImpl* t, std::string_view key, std::string_view value) {
 Status TxnImpl::del(TreeImpl* t, std::string_view key) {
   if (Status bad = check(t, key); !bad.ok()) return bad;
   if (Status st = lockKey(t, key); !st.ok()) return st;
-  if (Status st = holdGate(); !st.ok()) return st;
+  if (Status st = writable(); !st.ok()) return st;
   if (Status st = reserveFor(opBound(t, key, 0)); !st.ok()) return st;
   const size_t mark = bytes_.size();
   Status st = guarded([&] {
@@ -293,7 +310,7 @@ Status TxnImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, voi
   if (fn == nullptr) return Status::InvalidArgument("the update function is null");
   if (Status bad = check(t, key); !bad.ok()) return bad;
   if (Status st = lockKey(t, key); !st.ok()) return st;
-  if (Status st = holdGate(); !st.ok()) return st;
+  if (Status st = writable(); !st.ok()) return st;
   std::exception_ptr thrown;
   const size_t mark = bytes_.size();
   Op op{t, LogOpKind::kPut, false, 0, key.size(), 0, 0, 0, 0};

@@ -579,7 +579,12 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint
   });
   const Bytes current = inlineValue ? Bytes(copy, len) : asBytes(outOfLine);
   const std::optional<Bytes> next = decide(ctx, found ? &current : nullptr);
-  if (!next || !inlineValue || next->size() != len) return false;
+  if (!next || !inlineValue || next->size() != len) {
+    // The leaf as read, for the put or remove that usually follows (an insert of an
+    // absent key): unchanged since, it takes the write without a descent.
+    if (hint != nullptr) *hint = LeafHint{leaf.pid(), PageState::versionOf(leaf.version())};
+    return false;
+  }
   for (unsigned attempt = 0;; attempt++) {
     try {
       if (!leaf.held()) {  // the leaf changed after the read: find the key again

@@ -12,12 +12,13 @@
 //   KeySlots in ascending order (so two such changes never wait for each other in a
 //   cycle) and unlocks them when it goes. Inside a task (task/scheduler.hpp) a busy lock
 //   suspends the task, not its thread.
-// - The locks are SpinMutexes, 4 bytes each (16 KiB a tree), 16 to a cache line: a tree
-//   costs little memory, and two threads meet on a line only when their keys' numbers
-//   share one. Plain mutexes measured no better (docs/BENCHMARKS.md).
+// - The locks are SpinMutexes, 4 bytes each, 16 to a cache line, in an anonymous mapping
+//   of their own (os/anonymous_memory.hpp: all zero is all free): 256 KiB of address space a tree, of
+//   which a 4 KiB page becomes memory once one of its 1,024 locks is first taken, so an
+//   idle tree costs none. Two threads meet on a line only when their keys' numbers share
+//   one. Plain mutexes measured no better (docs/BENCHMARKS.md).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -25,6 +26,7 @@
 #include <string_view>
 
 #include "os/mix64.hpp"
+#include "os/anonymous_memory.hpp"
 #include "sync/spin_mutex.hpp"
 
 namespace vmstore::internal {
@@ -43,9 +45,14 @@ struct KeySlot {
 
 class KeyLocks {
  public:
-  // 4,096: a batch of 30 keys of a tree beside another of 30 shares a lock with it by
-  // chance in about one case of five at 1,024, one of twenty at this size.
-  static constexpr size_t kCount = 4096;
+  // 65,536: a transaction (vmstore/transaction.hpp) holds its keys' locks to its commit,
+  // and one that holds a lock another waits for may be waiting for one of the other's
+  // in turn, by chance of the hash. With 4,096 a TPC-C delivery (about 150 keys of the
+  // order-line tree) met a new-order's order lines in about one case in three, and
+  // thousands of transactions a run were given up; at this size, about a dozen
+  // (docs/BENCHMARKS.md, "Stop 46").
+  static constexpr size_t kCount = 65536;
+  KeyLocks() : area_(kCount * sizeof(SpinMutex)) {}
   SpinMutex& of(std::string_view key) { return locks_[slotOf(key)]; }
   static uint32_t slotOf(std::string_view key) { return static_cast<uint32_t>(hash(key) % kCount); }
   KeySlot slot(std::string_view key) { return {this, slotOf(key)}; }
@@ -91,7 +98,9 @@ class KeyLocks {
     return mix64(h);
   }
 
-  std::array<SpinMutex, kCount> locks_;
+  static_assert(sizeof(SpinMutex) == 4);
+  AnonymousMemory area_;  // zero: free locks
+  SpinMutex* const locks_ = reinterpret_cast<SpinMutex*>(area_.base());
 };
 
 }  // namespace vmstore::internal

@@ -7,7 +7,10 @@
 //   word (a futex through std::atomic::wait) until an unlock wakes it. pthread's default
 //   mutex sleeps at once, which on a short, hot section costs a context switch per
 //   hand-over.
-// - Not fair, not recursive.
+// - tryLockSpinning(): try_lock, spinning as a waiter does (kSpins times) before it
+//   gives up; never sleeps.
+// - Not fair, not recursive. Four bytes, all zero when free: a table of them may live in
+//   zeroed memory without being constructed (sync/key_locks.hpp).
 #pragma once
 
 #include <atomic>
@@ -25,6 +28,15 @@ class SpinMutex {
     uint32_t free = kFree;
     return word_.compare_exchange_strong(free, kLocked, std::memory_order_acquire, std::memory_order_relaxed);
   }
+  bool tryLockSpinning() {
+    for (int i = 0; i < kSpins; i++) {
+      if (word_.load(std::memory_order_relaxed) == kFree && try_lock()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    return false;
+  }
   void unlock() {
     if (word_.exchange(kFree, std::memory_order_release) == kContended) word_.notify_one();
   }
@@ -36,12 +48,7 @@ class SpinMutex {
   static constexpr int kSpins = 200;
 
   void lockSlow() {
-    for (int i = 0; i < kSpins; i++) {
-      if (word_.load(std::memory_order_relaxed) == kFree && try_lock()) return;
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+    if (tryLockSpinning()) return;
     // Mark it contended; whoever finds it free takes it contended (others may sleep).
     while (word_.exchange(kContended, std::memory_order_acquire) != kFree) {
       word_.wait(kContended, std::memory_order_relaxed);

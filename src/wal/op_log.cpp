@@ -292,6 +292,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   } else if (zeroFill_) {
     flusher_ = std::thread([this] { preparerLoop(); });
   }
+  if (options_.durability == Durability::kSync) committer_ = std::thread([this] { committerLoop(); });
   return Status::OK();
 }
 
@@ -537,6 +538,24 @@ void OpLog::advanceDurable(uint64_t lsn) {
 }
 
 Status OpLog::waitDurable(uint64_t lsn) {
+  if (task::Scheduler* s = task::Scheduler::current(); s != nullptr && committer_.joinable()) {
+    // Inside a task: the committer flushes. A task that flushed itself would see its
+    // fdatasync complete only once its thread had run every other ready task (a round
+    // of transactions, milliseconds), and every committer waits for that flush.
+    if (durable_.load(std::memory_order_acquire) >= lsn) return Status::OK();
+    uint64_t r = requested_.load(std::memory_order_relaxed);
+    while (r < lsn && !requested_.compare_exchange_weak(r, lsn, std::memory_order_seq_cst)) {
+    }
+    requestSeq_.fetch_add(1, std::memory_order_seq_cst);
+    if (committerAsleep_.load(std::memory_order_seq_cst)) requestSeq_.notify_one();
+    while (durable_.load(std::memory_order_acquire) < lsn) {
+      uint32_t events = flushEvents_.load(std::memory_order_acquire);
+      if (failed_.load(std::memory_order_acquire)) return failure();
+      if (durable_.load(std::memory_order_acquire) >= lsn) break;
+      s->waitChange(flushEvents_, events);
+    }
+    return Status::OK();
+  }
   // No mutex: waiters sleep on the flush-event counter (a futex) and re-check the
   // durable position themselves, so the end of a flush does not queue every waiter
   // through one lock before the next flush can begin.
@@ -629,6 +648,26 @@ void OpLog::flusherLoop() {
   }
 }
 
+void OpLog::committerLoop() {
+  // Flushes while a task waits for an LSN not yet durable; sleeps on requestSeq_
+  // otherwise (asleep set, then the request checked again: a requester that bumps the
+  // count after the check finds asleep set and wakes it).
+  auto wanted = [&] {
+    return !failed_.load(std::memory_order_acquire) &&
+           requested_.load(std::memory_order_seq_cst) > durable_.load(std::memory_order_acquire);
+  };
+  while (!stopCommitter_.load(std::memory_order_acquire)) {
+    const uint32_t seq = requestSeq_.load(std::memory_order_acquire);
+    if (wanted()) {
+      (void)waitDurable(requested_.load(std::memory_order_acquire));  // flushes, or waits for one
+      continue;
+    }
+    committerAsleep_.store(true, std::memory_order_seq_cst);
+    if (!wanted() && !stopCommitter_.load(std::memory_order_acquire)) requestSeq_.wait(seq, std::memory_order_acquire);
+    committerAsleep_.store(false, std::memory_order_relaxed);
+  }
+}
+
 void OpLog::preparerLoop() {
   std::unique_lock g(syncMutex_);
   while (!stop_) {
@@ -674,6 +713,13 @@ void OpLog::prepareAhead() {
 }
 
 Status OpLog::close() {
+  if (committer_.joinable()) {
+    stopCommitter_.store(true, std::memory_order_release);
+    requestSeq_.fetch_add(1, std::memory_order_seq_cst);
+    requestSeq_.notify_all();
+    committer_.join();
+    stopCommitter_.store(false, std::memory_order_relaxed);
+  }
   if (flusher_.joinable()) {
     {
       std::lock_guard g(syncMutex_);

@@ -176,6 +176,7 @@ class OpLog {
   void ask(std::atomic<bool>& wanted);  // raises the flag, wakes the background thread
   void flusherLoop();   // async
   void preparerLoop();  // sync
+  void committerLoop();  // sync: flushes for waiters inside tasks
   void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
 
   Options options_;
@@ -219,6 +220,14 @@ class OpLog {
   std::mutex syncMutex_;                  // failure_, stop_, wake_
   Status failure_;
   std::atomic<uint64_t> flushes_{0};
+
+  // Waiters inside tasks (sync) ask the committer thread to flush, so that the flush's
+  // end is seen when the disk is done, not when their thread's task round is.
+  alignas(64) std::atomic<uint64_t> requested_{0};  // the highest LSN a task waits for
+  std::atomic<uint32_t> requestSeq_{0};             // counts requests: the committer sleeps on it
+  std::atomic<bool> committerAsleep_{false};
+  std::atomic<bool> stopCommitter_{false};
+  std::thread committer_;
 
   std::thread flusher_;  // the flusher (async) or the preparer (sync)
   bool stop_ = false;  // under syncMutex_

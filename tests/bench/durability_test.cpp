@@ -241,7 +241,9 @@ TEST_P(DurablePuts, EachCommittedWriteIsSyncedInSyncModeOnly) {
   }
 }
 
-TEST(BenchDurability, VmstoreSyncTransactionIsOneBatchThatSeesItsOwnWrites) {
+// A load's group under sync (beginLoad) is one batch, buffered in the session until
+// commit: the session's reads (scans included) see its writes, others nothing.
+TEST(BenchDurability, VmstoreSyncLoadGroupIsOneBatchThatSeesItsOwnWrites) {
   std::unique_ptr<Engine> engine = EngineRegistry::instance().make("vmstore");
   ASSERT_NE(engine, nullptr);
   EngineConfig config;
@@ -263,7 +265,7 @@ TEST(BenchDurability, VmstoreSyncTransactionIsOneBatchThatSeesItsOwnWrites) {
     return out;
   };
   const uint64_t syncsBefore = engine->stats().logSyncs;
-  s->begin();
+  s->beginLoad();
   s->put(0, "a", "new-a");
   s->put(0, "d", "new-d");  // replaces a stored entry
   EXPECT_TRUE(s->del(0, "f"));
@@ -290,13 +292,65 @@ TEST(BenchDurability, VmstoreSyncTransactionIsOneBatchThatSeesItsOwnWrites) {
   EXPECT_EQ(scan(*other, false, ""), "a=new-a b=stored-b d=new-d g=new-g ");
   ASSERT_TRUE(other->get(1, "x", &v));
   EXPECT_EQ(v, "other table");
-  s->begin();
+  s->beginLoad();
   s->put(0, "h", "dropped");
   s->del(0, "a");
   s->abort();
   EXPECT_EQ(scan(*other, false, ""), "a=new-a b=stored-b d=new-d g=new-g ");
   engine->close();
   std::filesystem::remove_all(config.dir);
+}
+
+// A transaction (begin) under sync and async is a vmstore::Transaction: each write in
+// place (seen by other sessions at once), one log record and (sync) one flush at
+// commit, every value put back by abort.
+TEST(BenchDurability, VmstoreTransactionWritesInPlaceCommitsOnceAndAbortPutsBack) {
+  for (Durability d : {Durability::kSync, Durability::kAsync}) {
+    SCOPED_TRACE(durabilityName(d));
+    std::unique_ptr<Engine> engine = EngineRegistry::instance().make("vmstore");
+    ASSERT_NE(engine, nullptr);
+    EngineConfig config;
+    config.dir = scratch("vmstore_txn_in_place");
+    config.poolBytes = 16 << 20;
+    config.threads = 1;
+    config.durability = d;
+    engine->open(config, {"a", "b"});
+    auto s = engine->session();
+    auto other = engine->session();
+    for (const char* k : {"b", "d", "f"}) s->put(0, k, std::string("stored-") + k);
+    std::string v;
+    const uint64_t syncsBefore = engine->stats().logSyncs;
+    const uint64_t logBefore = engine->stats().logBytes;
+    s->begin();
+    s->put(0, "a", "new-a");
+    s->put(0, "d", "new-d");
+    EXPECT_TRUE(s->del(0, "f"));
+    EXPECT_FALSE(s->del(0, "zz"));  // absent
+    EXPECT_TRUE(s->update(1, "x", [](std::string&) { return true; }) == false);  // absent: nothing
+    s->put(1, "x", "other table");
+    ASSERT_TRUE(other->get(0, "d", &v));  // in place: seen before the commit
+    EXPECT_EQ(v, "new-d");
+    EXPECT_FALSE(other->get(0, "f", &v));
+    EXPECT_EQ(engine->stats().logBytes, logBefore) << "logged before the commit";
+    s->commit();
+    EXPECT_GT(engine->stats().logBytes, logBefore);
+    if (d == Durability::kSync) EXPECT_LE(engine->stats().logSyncs - syncsBefore, 2u) << "one record, one group commit";
+    s->begin();
+    s->put(0, "h", "dropped");
+    s->del(0, "a");
+    EXPECT_TRUE(s->update(0, "b", [](std::string& value) {
+      value = "changed-b";
+      return true;
+    }));
+    s->abort();
+    EXPECT_FALSE(other->get(0, "h", &v));
+    ASSERT_TRUE(other->get(0, "a", &v));
+    EXPECT_EQ(v, "new-a");
+    ASSERT_TRUE(other->get(0, "b", &v));
+    EXPECT_EQ(v, "stored-b");
+    engine->close();
+    std::filesystem::remove_all(config.dir);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, DurablePuts,
