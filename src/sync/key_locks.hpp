@@ -13,7 +13,7 @@
 //   cycle) and unlocks them when it goes. Inside a task (task/scheduler.hpp) a busy lock
 //   suspends the task, not its thread.
 // - The locks are SpinMutexes, 4 bytes each, 16 to a cache line, in an anonymous mapping
-//   of their own (os/anonymous_memory.hpp: all zero is all free): 256 KiB of address space a tree, of
+//   of their own (os/anonymous_memory.hpp: all zero is all free): 64 KiB of address space a tree, of
 //   which a 4 KiB page becomes memory once one of its 1,024 locks is first taken, so an
 //   idle tree costs none. Two threads meet on a line only when their keys' numbers share
 //   one. Plain mutexes measured no better (docs/BENCHMARKS.md).
@@ -45,13 +45,15 @@ struct KeySlot {
 
 class KeyLocks {
  public:
-  // 65,536: a transaction (vmstore/transaction.hpp) holds its keys' locks to its commit,
+  // 16,384: a transaction (vmstore/transaction.hpp) holds its keys' locks to its commit,
   // and one that holds a lock another waits for may be waiting for one of the other's
   // in turn, by chance of the hash. With 4,096 a TPC-C delivery (about 150 keys of the
-  // order-line tree) met a new-order's order lines in about one case in three, and
-  // thousands of transactions a run were given up; at this size, about a dozen
-  // (docs/BENCHMARKS.md, "Stop 46").
-  static constexpr size_t kCount = 65536;
+  // order-line tree) met a new-order's order lines in about one case in three, and in
+  // task mode thousands of transactions a run were given up; with 16,384 tens, with
+  // 65,536 a few. But every write takes a lock, and a larger table costs cache misses:
+  // TPC-C with durability none ran 3% slower with 16,384, 6% with 65,536 (medians of
+  // five runs, docs/BENCHMARKS.md, "Stop 46").
+  static constexpr size_t kCount = 16384;
   KeyLocks() : area_(kCount * sizeof(SpinMutex)) {}
   SpinMutex& of(std::string_view key) { return locks_[slotOf(key)]; }
   static uint32_t slotOf(std::string_view key) { return static_cast<uint32_t>(hash(key) % kCount); }
