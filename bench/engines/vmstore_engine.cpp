@@ -12,7 +12,10 @@
 // at once (reads and scans, plain Tree calls, see it) and holds its key's lock; commit()
 // writes one log record for all of them, so a transaction costs one record and (sync)
 // one group-committed flush, as the other engines sync once per commit; abort() puts
-// the values back. A write the transaction gives up (Busy: a wait for a key's lock that
+// the values back. A transaction's first write, if a put, waits in the session until
+// its next call (which then writes it through the transaction first): a transaction of
+// that one put (YCSB's updates and inserts) is written at commit as a plain Tree::put,
+// without a transaction's locks, undo image and buffers. A write the transaction gives up (Busy: a wait for a key's lock that
 // could be a cycle) aborts it and throws TransactionConflict. commitNoWait() is
 // Transaction::commitNoWait and waitDurable() waits for its log flush (early lock
 // release: the workload lets go of its locks in between). With none, begin()/commit()
@@ -173,6 +176,20 @@ class VmstoreSession : public Session {
   PendingWrites pending_;
   std::optional<Transaction> txn_;  // made by the first begin() of a transactional engine
   bool inTxn_ = false;              // between begin() and its commit or abort
+  // The transaction's first put, not yet written (see above); deferred_ says whether
+  // it holds one, txnUsed_ whether anything went through txn_ since begin().
+  bool deferred_ = false;
+  bool txnUsed_ = false;
+  int deferredTable_ = 0;
+  std::string deferredKey_, deferredValue_;
+  // Before any other call of an open transaction: writes the deferred put through it.
+  void useTxn();
+  // Ends the open transaction's session state (not txn_ itself).
+  void endTxn() {
+    inTxn_ = false;
+    deferred_ = false;
+    txnUsed_ = false;
+  }
   WriteBatch batch_;          // commitNoWait's, reused
   uint64_t commitPoint_ = 0;  // of the last commitNoWait, until waitDurable
 };
@@ -255,7 +272,16 @@ class VmstoreEngine : public Engine {
 void VmstoreSession::begin() {
   if (!engine_->transactional()) return;
   if (!txn_) txn_.emplace(engine_->db());
+  endTxn();
   inTxn_ = true;
+}
+
+void VmstoreSession::useTxn() {
+  txnUsed_ = true;
+  if (!deferred_) return;
+  deferred_ = false;
+  Status s = txn_->put(engine_->tree(deferredTable_), deferredKey_, deferredValue_);
+  if (!s.ok()) txnFailed("put", s);
 }
 
 void VmstoreSession::beginLoad() {
@@ -265,7 +291,7 @@ void VmstoreSession::beginLoad() {
 
 void VmstoreSession::txnFailed(const char* op, const Status& s) {
   if (s.code() == Status::Code::kBusy) {
-    inTxn_ = false;
+    endTxn();
     Status undone = txn_->abort();
     if (!undone.ok()) fail("abort", undone);
     throw TransactionConflict(std::string("vmstore: ") + op + ": " + s.toString());
@@ -276,14 +302,21 @@ void VmstoreSession::txnFailed(const char* op, const Status& s) {
 void VmstoreSession::abort() {
   pending_.clear();
   if (!inTxn_) return;
-  inTxn_ = false;
+  endTxn();
   Status s = txn_->abort();
   if (!s.ok()) fail("abort", s);
 }
 
 void VmstoreSession::commit() {
+  if (inTxn_ && deferred_ && !txnUsed_) {  // one put: that call alone
+    endTxn();
+    Status s = engine_->tree(deferredTable_)->put(deferredKey_, deferredValue_);
+    if (!s.ok()) fail("commit", s);
+    return;
+  }
   if (inTxn_) {
-    inTxn_ = false;
+    useTxn();
+    endTxn();
     Status s = txn_->commit();
     if (!s.ok()) fail("commit", s);
     return;
@@ -310,7 +343,8 @@ void VmstoreSession::commit() {
 
 void VmstoreSession::commitNoWait() {
   if (inTxn_) {
-    inTxn_ = false;
+    useTxn();
+    endTxn();
     Status s = txn_->commitNoWait(&commitPoint_);
     if (!s.ok()) fail("commit", s);
     return;
@@ -346,7 +380,15 @@ void VmstoreSession::put(int table, std::string_view key, std::string_view value
     if (w->set(key, &value)) pending_.count++;
     return;
   }
+  if (inTxn_ && !txnUsed_ && !deferred_) {
+    deferred_ = true;
+    deferredTable_ = table;
+    deferredKey_.assign(key);
+    deferredValue_.assign(value);
+    return;
+  }
   if (inTxn_) {
+    useTxn();
     Status s = txn_->put(engine_->tree(table), key, value);
     if (!s.ok()) txnFailed("put", s);
     return;
@@ -356,6 +398,7 @@ void VmstoreSession::put(int table, std::string_view key, std::string_view value
 }
 
 bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
+  if (inTxn_) useTxn();
   if (PendingWrites::Table* w = pending_.of(table)) {
     if (const TableWrites::Entry* e = w->find(key)) {
       if (!e->present) return false;
@@ -371,6 +414,7 @@ bool VmstoreSession::get(int table, std::string_view key, std::string* value) {
 
 void VmstoreSession::getMany(int table, const std::vector<std::string_view>& keys,
                              std::vector<std::string>* values, std::vector<bool>* found) {
+  if (inTxn_) useTxn();
   if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
     Session::getMany(table, keys, values, found);  // get() per key sees the transaction's writes
     return;
@@ -412,6 +456,7 @@ bool VmstoreSession::del(int table, std::string_view key) {
     return existed;
   }
   if (inTxn_) {
+    useTxn();
     Status s = txn_->del(engine_->tree(table), key);
     if (s.isNotFound()) return false;
     if (!s.ok()) txnFailed("del", s);
@@ -432,6 +477,7 @@ bool VmstoreSession::update(int table, std::string_view key, const UpdateFn& fn)
     updateBuffer_.assign(*current);
     return fn(updateBuffer_) ? Change::put(std::string_view(updateBuffer_)) : Change::keep();
   };
+  if (inTxn_) useTxn();
   Status s = inTxn_ ? txn_->update(engine_->tree(table), key, change) : engine_->tree(table)->update(key, change);
   if (!s.ok()) inTxn_ ? txnFailed("update", s) : fail("update", s);
   return found;
@@ -478,6 +524,7 @@ void VmstoreSession::mergedScan(int table, const PendingWrites::Table& writes, s
 }
 
 void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
+  if (inTxn_) useTxn();
   if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
     return mergedScan(table, *w, start, false, fn);
   }
@@ -487,6 +534,7 @@ void VmstoreSession::scan(int table, std::string_view start, const ScanFn& fn) {
 }
 
 void VmstoreSession::scanReverse(int table, std::string_view start, const ScanFn& fn) {
+  if (inTxn_) useTxn();
   if (PendingWrites::Table* w = pending_.of(table); w != nullptr && !w->empty()) {
     return mergedScan(table, *w, start, true, fn);
   }

@@ -302,8 +302,8 @@ TEST(BenchDurability, VmstoreSyncLoadGroupIsOneBatchThatSeesItsOwnWrites) {
 }
 
 // A transaction (begin) under sync and async is a vmstore::Transaction: each write in
-// place (seen by other sessions at once), one log record and (sync) one flush at
-// commit, every value put back by abort.
+// place (seen by other sessions at once; a first put at the next call), one log record
+// and (sync) one flush at commit, every value put back by abort.
 TEST(BenchDurability, VmstoreTransactionWritesInPlaceCommitsOnceAndAbortPutsBack) {
   for (Durability d : {Durability::kSync, Durability::kAsync}) {
     SCOPED_TRACE(durabilityName(d));
@@ -348,6 +348,24 @@ TEST(BenchDurability, VmstoreTransactionWritesInPlaceCommitsOnceAndAbortPutsBack
     EXPECT_EQ(v, "new-a");
     ASSERT_TRUE(other->get(0, "b", &v));
     EXPECT_EQ(v, "stored-b");
+    // A transaction of one put: the put is written at commit (a plain put), or not at all.
+    s->begin();
+    s->put(0, "one", "1");
+    EXPECT_FALSE(other->get(0, "one", &v)) << "the first put waits for the transaction's next call";
+    s->abort();
+    EXPECT_FALSE(other->get(0, "one", &v));
+    s->begin();
+    s->put(0, "one", "1");
+    s->commit();
+    ASSERT_TRUE(other->get(0, "one", &v));
+    EXPECT_EQ(v, "1");
+    // Its next call writes it through the transaction first: the session reads it back.
+    s->begin();
+    s->put(0, "two", "2");
+    ASSERT_TRUE(s->get(0, "two", &v));
+    EXPECT_EQ(v, "2");
+    s->abort();
+    EXPECT_FALSE(other->get(0, "two", &v));
     engine->close();
     std::filesystem::remove_all(config.dir);
   }
