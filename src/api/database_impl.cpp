@@ -1,4 +1,5 @@
 #include "api/database_impl.hpp"
+#include "api/decided_change.hpp"
 #include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
 #include "api/write_scratch.hpp"
@@ -1213,27 +1214,14 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
           thrown = std::current_exception();
           return std::nullopt;
         }
-        switch (change.kind()) {
-          case Change::Kind::kKeep:
+        switch (decideChange(change, cur, &owned, &newValue, &decided)) {
+          case Decided::kNothing:
             return std::nullopt;
-          case Change::Kind::kAbort:
-            decided = change.status();
-            return std::nullopt;
-          case Change::Kind::kDelete:
-            if (!cur) return std::nullopt;  // absent already: nothing changes
+          case Decided::kDelete:
             op = LogOp{LogOpKind::kDelete, t->name, key, {}};
             break;
-          case Change::Kind::kPut: {
-            std::string_view v = change.value();
-            decided = validateValue(v);
-            if (!decided.ok()) {
-              decided = Status(decided.code(), "the update function's " + decided.message());
-              return std::nullopt;
-            }
-            auto at = reinterpret_cast<uintptr_t>(v.data());
-            auto from = cur ? reinterpret_cast<uintptr_t>(cur->data()) : 0;
-            if (cur && !v.empty() && at >= from && at < from + cur->size()) v = owned.assign(v);
-            newValue = v;
+          case Decided::kPut: {
+            const std::string_view v = newValue;
             op = LogOp{LogOpKind::kPut, t->name, key, v};
             std::string_view patch;
             if (scratch && cur && cur->size() == v.size() &&

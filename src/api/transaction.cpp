@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/database_impl.hpp"
+#include "api/decided_change.hpp"
 #include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
 #include "api/validate.hpp"
@@ -329,32 +330,10 @@ Status TxnImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, voi
         thrown = std::current_exception();
         return std::nullopt;
       }
-      size_t valueBytes = 0;
-      switch (change.kind()) {
-        case Change::Kind::kKeep:
-          return std::nullopt;
-        case Change::Kind::kAbort:
-          decided = change.status();
-          return std::nullopt;
-        case Change::Kind::kDelete:
-          if (!cur) return std::nullopt;  // absent already: nothing changes
-          op.kind = LogOpKind::kDelete;
-          break;
-        case Change::Kind::kPut: {
-          std::string_view v = change.value();
-          decided = validateValue(v);
-          if (!decided.ok()) {
-            decided = Status(decided.code(), "the update function's " + decided.message());
-            return std::nullopt;
-          }
-          auto vAt = reinterpret_cast<uintptr_t>(v.data());
-          auto from = cur ? reinterpret_cast<uintptr_t>(cur->data()) : 0;
-          if (cur && !v.empty() && vAt >= from && vAt < from + cur->size()) v = owned_.assign(v);
-          newValue = v;
-          valueBytes = v.size();  // a patch is never larger
-          break;
-        }
-      }
+      const Decided what = decideChange(change, cur, &owned_, &newValue, &decided);
+      if (what == Decided::kNothing) return std::nullopt;
+      if (what == Decided::kDelete) op.kind = LogOpKind::kDelete;
+      const size_t valueBytes = what == Decided::kPut ? newValue.size() : 0;  // a patch is never larger
       decided = reserveFor(opBound(t, key, valueBytes));
       if (!decided.ok()) return std::nullopt;
       op.had = cur.has_value();
