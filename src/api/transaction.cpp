@@ -3,10 +3,11 @@
 // An open transaction holds the database's call gate from its first call (close waits
 // for it), the writer gate shared from then on too (no checkpoint's cut falls inside
 // it) with log room reserved ahead for its record, and the locks of the keys it reached
-// (a sorted list, so a key's lock is taken once). The writer gate comes before the
-// first key lock: a transaction waiting for the gate (a cut is waiting for the open
-// ones) then holds no key that an open transaction could be waiting for. Each write is applied at once,
-// as DatabaseImpl::writeUnder and update apply a write, and leaves in one byte buffer its
+// (a list; a busy lock is looked up in it, so a key's lock is taken once). The writer
+// gate comes before the first key lock: a transaction waiting for the gate (a cut is
+// waiting for the open ones) then holds no key that an open transaction could be
+// waiting for. Each write is applied at once, as DatabaseImpl::writeUnder and update
+// apply a write, and leaves in one byte buffer its
 // key, its log operation's value (a put's value, or a same-size put's patch) and its undo
 // image (the value before, or its absence). commit() appends one record holding every
 // operation (replay applies a record whole or not at all), lets go of the writer gate,
@@ -125,8 +126,8 @@ class TxnImpl {
   std::string old_;    // a delete's undo image
   std::string patch_;  // encodePatch's working storage
   std::string owned_;  // an update's value that viewed the current one
-  size_t reserved_ = 0;  // log bytes reserved and not yet used by needed_
-  size_t needed_ = 0;    // the record's size at most, as reserved so far
+  size_t reserved_ = 0;  // log bytes reserved (the record takes at most needed_ of them)
+  size_t needed_ = 0;    // the record's size at most, for the writes so far
   std::vector<LogOp> logOps_;
 };
 
