@@ -1207,13 +1207,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
       BTree::LeafHint hint = LeafHints::of(t->serial);
       bool inPlace = t->btree.updateInPlace(asBytes(key), [&](const Bytes* current) -> std::optional<Bytes> {
         std::optional<std::string_view> cur;
-        if (current != nullptr) cur.emplace(reinterpret_cast<const char*>(current->data()), current->size());
-        try {
-          change = fn(ctx, cur);
-        } catch (...) {
-          thrown = std::current_exception();
-          return std::nullopt;
-        }
+        change = callUpdateFn(fn, ctx, current, &cur, &thrown);
         switch (decideChange(change, cur, &owned, &newValue, &decided)) {
           case Decided::kNothing:
             return std::nullopt;

@@ -324,13 +324,7 @@ Status TxnImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, voi
     BTree::LeafHint hint = LeafHints::of(t->serial);
     bool inPlace = t->btree.updateInPlace(asBytes(key), [&](const Bytes* current) -> std::optional<Bytes> {
       std::optional<std::string_view> cur;
-      if (current != nullptr) cur.emplace(reinterpret_cast<const char*>(current->data()), current->size());
-      try {
-        change = fn(ctx, cur);
-      } catch (...) {
-        thrown = std::current_exception();
-        return std::nullopt;
-      }
+      change = callUpdateFn(fn, ctx, current, &cur, &thrown);
       const Decided what = decideChange(change, cur, &owned_, &newValue, &decided);
       if (what == Decided::kNothing) return std::nullopt;
       if (what == Decided::kDelete) op.kind = LogOpKind::kDelete;
