@@ -115,6 +115,16 @@ class TxnImpl {
   // The logged form of a put over old (had): its patch when the sizes match and the
   // patch is smaller, else the value itself. Views patch_ or value.
   std::string_view logged(bool had, std::string_view old, std::string_view value, LogOpKind* kind);
+  // Before a write is applied, everything about it that allocates: its undo image
+  // (current, null when absent), key and log operation into bytes_, and room for it in
+  // ops_. op->kind is kPut or kDelete; a put may become a patch. Once the write is
+  // applied, only ops_.push_back(*op) is left, which cannot fail: no write is applied
+  // that the transaction could not undo or log.
+  void prepare(Op* op, const std::optional<std::string_view>& current, std::string_view key, std::string_view value);
+  // ops_ can take one more without allocating (grown by doubling).
+  void roomForOneOp() {
+    if (ops_.size() == ops_.capacity()) ops_.reserve(std::max<size_t>(16, 2 * ops_.capacity()));
+  }
   void end();  // lets go of everything and forgets the writes
 
   DatabaseImpl* db_;
@@ -235,6 +245,21 @@ std::string_view TxnImpl::logged(bool had, std::string_view old, std::string_vie
   return value;
 }
 
+void TxnImpl::prepare(Op* op, const std::optional<std::string_view>& current, std::string_view key,
+                      std::string_view value) {
+  op->had = current.has_value();
+  if (op->had) {
+    op->oldAt = append(*current);
+    op->oldLen = current->size();
+  }
+  op->keyAt = append(key);
+  std::string_view v;
+  if (op->kind != LogOpKind::kDelete) v = logged(op->had, at(op->oldAt, op->oldLen), value, &op->kind);
+  op->valueAt = append(v);
+  op->valueLen = v.size();
+  roomForOneOp();
+}
+
 Status TxnImpl::put(TreeImpl* t, std::string_view key, std::string_view value) {
   if (Status bad = check(t, key); !bad.ok()) return bad;
   if (Status bad = validateValue(value); !bad.ok()) return bad;
@@ -250,20 +275,14 @@ Status TxnImpl::put(TreeImpl* t, std::string_view key, std::string_view value) {
     bool inPlace = t->btree.updateInPlace(
         asBytes(key),
         [&](const Bytes* current) {
-          op.had = current != nullptr;
-          if (op.had) {
-            op.oldAt = append(std::string_view(reinterpret_cast<const char*>(current->data()), current->size()));
-            op.oldLen = current->size();
-          }
+          std::optional<std::string_view> cur;
+          if (current != nullptr) cur.emplace(reinterpret_cast<const char*>(current->data()), current->size());
+          prepare(&op, cur, key, value);
           return std::optional<Bytes>(asBytes(value));
         },
         &hint);
     if (!inPlace) t->btree.put(asBytes(key), asBytes(value), &hint);
     LeafHints::remember(t->serial, hint);
-    op.keyAt = append(key);
-    std::string_view v = logged(op.had, at(op.oldAt, op.oldLen), value, &op.kind);
-    op.valueAt = append(v);
-    op.valueLen = v.size();
     ops_.push_back(op);
     return Status::OK();
   });
@@ -278,15 +297,23 @@ Status TxnImpl::del(TreeImpl* t, std::string_view key) {
   if (Status st = reserveFor(opBound(t, key, 0)); !st.ok()) return st;
   const size_t mark = bytes_.size();
   Status st = guarded([&] {
+    Op op{t, LogOpKind::kDelete, true, 0, key.size(), 0, 0, 0, 0};
+    op.keyAt = append(key);
+    op.valueAt = bytes_.size();
+    roomForOneOp();
     BTree::LeafHint hint = LeafHints::of(t->serial);
     const bool had = t->btree.remove(asBytes(key), &old_, &hint);
     LeafHints::remember(t->serial, hint);
     if (!had) return Status::NotFound();
     db_->markChanged();
-    Op op{t, LogOpKind::kDelete, true, 0, key.size(), 0, 0, 0, old_.size()};
-    op.oldAt = append(old_);
-    op.keyAt = append(key);
-    op.valueAt = bytes_.size();
+    // The undo image is known only once removed: if keeping it fails, the key goes back.
+    try {
+      op.oldAt = append(old_);
+    } catch (...) {
+      t->btree.put(asBytes(key), asBytes(old_));
+      throw;
+    }
+    op.oldLen = old_.size();
     ops_.push_back(op);
     return Status::OK();
   });
@@ -331,11 +358,7 @@ Status TxnImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, voi
       const size_t valueBytes = what == Decided::kPut ? newValue.size() : 0;  // a patch is never larger
       decided = reserveFor(opBound(t, key, valueBytes));
       if (!decided.ok()) return std::nullopt;
-      op.had = cur.has_value();
-      if (op.had) {
-        op.oldAt = append(*cur);
-        op.oldLen = cur->size();
-      }
+      prepare(&op, cur, key, newValue);
       changes = true;
       db_->markChanged();
       if (op.kind == LogOpKind::kDelete) return std::nullopt;
@@ -352,14 +375,6 @@ Status TxnImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn, voi
     return decided;
   });
   if (st.ok() && changes) {
-    op.keyAt = append(key);
-    if (op.kind != LogOpKind::kDelete) {
-      std::string_view v = logged(op.had, at(op.oldAt, op.oldLen), newValue, &op.kind);
-      op.valueAt = append(v);
-      op.valueLen = v.size();
-    } else {
-      op.valueAt = bytes_.size();
-    }
     ops_.push_back(op);
   } else {
     bytes_.resize(mark);
