@@ -12,8 +12,8 @@
 //   is held shared by every engine call and exclusively by close(): close waits for the
 //   calls in flight, and every later call raises ClosedError instead of reaching a Tree or
 //   Iterator that the engine's contract says is invalid after close.
-// - A dropped tree's TreeCore is marked dropped (by the Python Database, which hands out
-//   one TreeCore per name); calls on it raise ClosedError.
+// - A dropped tree's TreeCores are marked dropped (by DbCore::dropTree); calls on them
+//   raise ClosedError.
 // - A BatchCore holds a vmstore::WriteBatch and the TreeStates of its trees; adding an
 //   operation checks it (the engine's own checks, plus: the tree belongs to the batch's
 //   database and was not dropped) and touches no database state. write() applies it with
@@ -25,6 +25,31 @@
 //   While it runs, every call of this binding on the same database from that thread
 //   raises RuntimeError instead of deadlocking on that lock (Shared::run checks a
 //   thread-local marker); what the function raises propagates with nothing changed.
+// - A TxnCore owns a vmstore::Transaction (in a TxnState). Its engine calls run with the
+//   GIL released and TxnState::call held, one thread at a time (others raise
+//   RuntimeError, as BatchCore's). The engine keeps, per thread, which databases have a
+//   transaction open on that thread (sync, close, dropTree and check return Busy there),
+//   so a transaction must end on the thread it began on: while it is open, only that
+//   thread may use it (RuntimeError elsewhere; once that thread has ended, another takes
+//   it over). A thread has at most one open transaction per database (a second could
+//   wait for the first's key locks forever), and on that thread a plain write (Tree,
+//   Batch, creating a tree) raises RuntimeError instead of waiting for the transaction's
+//   own locks, and sync/check/drop_tree raise BusyError before reaching the engine.
+// - Shared::openTxns lists the open transactions. Garbage collection of an open one
+//   aborts it on its thread; collected on another thread, it becomes an orphan that the
+//   owner's next call on the database aborts (or, once the owner has ended, the next
+//   call of a thread with no transaction open there). DbCore::close aborts every open
+//   transaction first (this thread's, then the others': a call in flight on one is waited
+//   for, never while holding what that call could wait for), so the engine's close never
+//   waits for one; their next call raises ClosedError. A transaction aborted on another
+//   thread than its own leaves that thread's engine bookkeeping naming the database: the
+//   closed Database is then kept allocated (a grave) while that thread lives, so that no
+//   later database reuses its address.
+// - A tree drop waits for every open transaction (the writer gate). DbCore::dropTree
+//   holds Shared::treesGate exclusively meanwhile, and a thread with an open transaction
+//   only try-locks it before the engine's openTree (which a pending drop blocks):
+//   BusyError instead of a deadlock. Every TreeCore of one engine tree handle shares one
+//   dropped flag, set by the drop, so the Python Database needs no lock across a drop.
 // - Engine statuses become the exception classes that vmstore/__init__.py registers with
 //   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
 //   is TypeError. Nothing is written when an argument is rejected.
@@ -33,7 +58,9 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -43,6 +70,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -173,6 +202,69 @@ thread_local const Shared* modifying = nullptr;
   throw std::runtime_error("a modify() function must not use its own database (it runs holding the key's lock)");
 }
 
+bool interpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// A thread's identity for transactions: false once the thread has ended (its
+// thread-local objects destroyed, the engine's record of its open transactions too).
+// Compared by address, which no later thread reuses while a transaction holds it.
+using ThreadMark = std::shared_ptr<std::atomic<bool>>;
+
+struct ThreadLife {
+  ThreadMark alive = std::make_shared<std::atomic<bool>>(true);
+  ~ThreadLife() { alive->store(false, std::memory_order_release); }
+};
+
+const ThreadMark& thisThread() {
+  thread_local ThreadLife life;
+  return life.alive;
+}
+
+// Closed databases whose address a living thread's engine bookkeeping still names (a
+// transaction of that thread was aborted elsewhere): kept allocated until every such
+// thread has ended, so that no database opened later gets that address. Never freed at
+// exit (the process ends; nothing is left to write).
+struct Grave {
+  std::vector<ThreadMark> owners;
+  std::unique_ptr<vmstore::Database> db;
+};
+
+void bury(std::vector<ThreadMark> owners, std::unique_ptr<vmstore::Database> db) {
+  static std::mutex mutex;
+  static auto* graves = new std::vector<Grave>();
+  std::vector<Grave> freed;  // destroyed outside the lock
+  std::lock_guard lock(mutex);
+  for (size_t i = graves->size(); i-- > 0;) {
+    const auto& g = (*graves)[i];
+    if (std::none_of(g.owners.begin(), g.owners.end(), [](const ThreadMark& m) { return m->load(); })) {
+      freed.push_back(std::move((*graves)[i]));
+      graves->erase(graves->begin() + static_cast<ptrdiff_t>(i));
+    }
+  }
+  graves->push_back(Grave{std::move(owners), std::move(db)});
+}
+
+// One vmstore::Transaction of the binding, shared by its TxnCore and, while it is open,
+// by Shared::openTxns (which alone keeps an orphan).
+struct TxnState {
+  explicit TxnState(vmstore::Database* db) : txn(db) {}
+  vmstore::Transaction txn;
+  // Held (GIL released) across every engine call on txn, and by whoever ends it for
+  // another thread. Taken before Shared::gate and Shared::txnMutex.
+  std::mutex call;
+  // Under Shared::txnMutex (and set or cleared with call held too, but for a takeover):
+  ThreadMark owner;     // the thread it is open on; null while not open
+  bool orphan = false;  // its TxnCore was collected on another thread than owner
+  // Under call: ended by close(); the next call says so (ClosedError) instead of
+  // beginning a new transaction as if nothing had happened.
+  bool abortedByClose = false;
+};
+
 struct Shared {
   std::string path;
   std::unique_ptr<vmstore::Database> db;
@@ -184,20 +276,36 @@ struct Shared {
   // (it would wait for them, forever if this thread holds one).
   std::atomic<int64_t> views{0};
 
+  // Transactions. txnMutex is held briefly, never while waiting for anything (the GIL
+  // included), so it may be taken with the GIL held.
+  std::mutex txnMutex;
+  std::vector<std::shared_ptr<TxnState>> openTxns;  // under txnMutex
+  std::atomic<int> openCount{0};                    // openTxns.size()
+  std::atomic<int> orphanCount{0};                  // orphans in openTxns
+  bool closing = false;                             // under txnMutex: no transaction begins
+  std::vector<ThreadMark> staleOwners;              // under txnMutex: see bury()
+
+  // Held exclusively by a tree drop and a tree creation (which may wait for every open
+  // transaction); try-locked shared by a thread with an open transaction before openTree.
+  std::shared_mutex treesGate;
+  // One dropped flag per engine tree handle, shared by its TreeStates; set by the drop.
+  std::mutex flagsMutex;
+  std::unordered_map<const vmstore::Tree*, std::shared_ptr<std::atomic<bool>>> droppedFlags;
+
   ~Shared() {
-    if (closed || !db) return;
-    // Garbage-collected without close(): close here (errors are lost, as in the C++ API).
     // The GIL is released unless the interpreter is shutting down.
-#if PY_VERSION_HEX >= 0x030D0000
-    bool finalizing = Py_IsFinalizing();
-#else
-    bool finalizing = _Py_IsFinalizing();
-#endif
-    if (PyGILState_Check() && !finalizing) {
-      nb::gil_scoped_release nogil;
+    bool release = PyGILState_Check() && !interpreterFinalizing();
+    std::optional<nb::gil_scoped_release> nogil;
+    if (release) nogil.emplace();
+    if (!closed && db) {
+      // Garbage-collected without close(): close here (errors are lost, as in the C++
+      // API). Only orphans can be open (a TxnCore keeps this Shared alive).
+      abortAllForClose();
       db->close();
-    } else {
-      db->close();
+    }
+    if (db && std::any_of(staleOwners.begin(), staleOwners.end(), [](const ThreadMark& m) { return m->load(); })) {
+      openTxns.clear();  // their engine transactions refer to db
+      bury(std::move(staleOwners), std::move(db));
     }
   }
 
@@ -208,11 +316,173 @@ struct Shared {
     bool wasClosed;
     {
       nb::gil_scoped_release nogil;
+      sweepOrphans();
       std::shared_lock lock(gate);
       wasClosed = closed;
       if (!wasClosed) fn();
     }
     if (wasClosed) raiseClosed("database '" + path + "' is closed");
+  }
+
+  // --- transactions -----------------------------------------------------------------
+
+  // True when this thread has an open transaction of this database (txnMutex held).
+  bool openHereLocked(const TxnState* except = nullptr) const {
+    const std::atomic<bool>* me = thisThread().get();
+    return std::any_of(openTxns.begin(), openTxns.end(),
+                       [&](const auto& t) { return t.get() != except && t->owner.get() == me; });
+  }
+
+  // The same with the GIL held, after this thread's orphans were aborted.
+  bool openHere() {
+    if (openCount.load(std::memory_order_acquire) == 0) return false;
+    nb::gil_scoped_release nogil;
+    sweepOrphans();
+    std::lock_guard lock(txnMutex);
+    return openHereLocked();
+  }
+
+  // A plain write on a thread with an open transaction of this database could wait for
+  // that transaction's own key locks, or for a checkpoint that waits for it: refused.
+  void refuseWriteInTxn(const char* what) {
+    if (modifying == this) raiseReentered();
+    if (!openHere()) return;
+    throw std::runtime_error(std::string(what) + ": this thread has an open transaction of database '" + path +
+                             "'; write through the transaction, or commit or abort it first (a plain write could "
+                             "wait for the transaction's own locks forever)");
+  }
+
+  // sync, check and drop_tree wait for every open transaction: the engine returns Busy
+  // on a thread that holds one; said here before the engine is reached.
+  void refuseInTxn(const char* what) {
+    if (modifying == this) raiseReentered();
+    if (!openHere()) return;
+    raiseError(kBusy, EBUSY,
+               std::string(what) + ": this thread has an open transaction of database '" + path + "'; commit or abort it first (" +
+                   what + " waits for every open transaction to end)");
+  }
+
+  enum class Begun { kOk, kClosing, kSecondHere };
+
+  // Records t as open on this thread (t->call and gate held).
+  Begun begin(const std::shared_ptr<TxnState>& t) {
+    std::lock_guard lock(txnMutex);
+    if (t->owner) return Begun::kOk;
+    if (closing) return Begun::kClosing;
+    if (openHereLocked()) return Begun::kSecondHere;
+    t->owner = thisThread();
+    openTxns.push_back(t);
+    openCount.fetch_add(1, std::memory_order_release);
+    return Begun::kOk;
+  }
+
+  // t's engine transaction has ended (t->call held): no longer open.
+  void forget(const std::shared_ptr<TxnState>& t) {
+    std::lock_guard lock(txnMutex);
+    ThreadMark owner = std::move(t->owner);
+    if (!owner) return;
+    auto it = std::find(openTxns.begin(), openTxns.end(), t);
+    if (it != openTxns.end()) openTxns.erase(it);
+    openCount.fetch_sub(1, std::memory_order_release);
+    if (t->orphan) {
+      t->orphan = false;
+      orphanCount.fetch_sub(1, std::memory_order_release);
+    }
+    // Ended here for a thread that is still running: that thread's engine bookkeeping
+    // keeps naming this database (see bury()).
+    if (owner.get() != thisThread().get() && owner->load(std::memory_order_acquire)) staleOwners.push_back(owner);
+  }
+
+  bool isOpen(const TxnState& t) {
+    std::lock_guard lock(txnMutex);
+    return t.owner != nullptr;
+  }
+
+  // Aborts t if it is still open (t->call held, GIL released).
+  void abortLocked(const std::shared_ptr<TxnState>& t, bool byClose) {
+    if (!isOpen(*t)) return;
+    (void)t->txn.abort();  // an undo that fails makes the database read-only: reported by its next write
+    forget(t);
+    if (byClose) t->abortedByClose = true;
+  }
+
+  void abortTxn(const std::shared_ptr<TxnState>& t, bool byClose) {
+    std::lock_guard call(t->call);
+    abortLocked(t, byClose);
+  }
+
+  // Aborts this thread's orphans, and those of ended threads when this thread has no
+  // transaction open here (ending one here must not touch the engine's record of ours).
+  // GIL released.
+  void sweepOrphans() {
+    if (orphanCount.load(std::memory_order_acquire) == 0) return;
+    std::vector<std::shared_ptr<TxnState>> ours;
+    {
+      std::lock_guard lock(txnMutex);
+      const std::atomic<bool>* me = thisThread().get();
+      bool othersOpenHere = false;
+      for (const auto& t : openTxns) {
+        if (t->owner.get() != me) continue;
+        if (t->orphan) {
+          ours.push_back(t);
+        } else {
+          othersOpenHere = true;
+        }
+      }
+      if (!othersOpenHere) {
+        for (const auto& t : openTxns) {
+          if (t->orphan && !t->owner->load(std::memory_order_acquire)) ours.push_back(t);
+        }
+      }
+    }
+    for (const auto& t : ours) abortTxn(t, false);
+  }
+
+  // close(): no transaction begins any more, and every open one is aborted, this
+  // thread's first. A call in flight on one is waited for by trying its lock again
+  // (it may wait for another transaction's key, which ending that one frees). GIL
+  // released.
+  void abortAllForClose() {
+    {
+      std::lock_guard lock(txnMutex);
+      closing = true;
+    }
+    for (;;) {
+      std::vector<std::shared_ptr<TxnState>> open;
+      {
+        std::lock_guard lock(txnMutex);
+        open = openTxns;
+        const std::atomic<bool>* me = thisThread().get();
+        std::stable_partition(open.begin(), open.end(), [&](const auto& t) { return t->owner.get() == me; });
+      }
+      if (open.empty()) return;
+      bool progress = false;
+      for (const auto& t : open) {
+        std::unique_lock call(t->call, std::try_to_lock);
+        if (!call.owns_lock()) continue;
+        abortLocked(t, true);
+        progress = true;
+      }
+      if (!progress) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  // --- trees ------------------------------------------------------------------------
+
+  std::shared_ptr<std::atomic<bool>> droppedFlag(const vmstore::Tree* tree) {
+    std::lock_guard lock(flagsMutex);
+    auto& flag = droppedFlags[tree];
+    if (!flag) flag = std::make_shared<std::atomic<bool>>(false);
+    return flag;
+  }
+
+  // The engine dropped tree: every TreeCore of it raises ClosedError from now on.
+  void markDropped(const vmstore::Tree* tree) {
+    std::lock_guard lock(flagsMutex);
+    auto it = droppedFlags.find(tree);
+    if (it == droppedFlags.end()) return;
+    it->second->store(true, std::memory_order_release);
+    droppedFlags.erase(it);  // the engine never hands out this handle again
   }
 };
 
@@ -221,10 +491,11 @@ struct TreeState {
   std::shared_ptr<Shared> shared;
   vmstore::Tree* tree;
   std::string name;
-  std::atomic<bool> dropped{false};
+  std::shared_ptr<std::atomic<bool>> dropped;  // shared by every TreeState of tree
 
+  bool isDropped() const { return dropped->load(std::memory_order_acquire); }
   void checkUsable() const {
-    if (dropped.load(std::memory_order_acquire)) raiseClosed("tree '" + name + "' was dropped");
+    if (isDropped()) raiseClosed("tree '" + name + "' was dropped");
   }
 };
 
@@ -451,6 +722,7 @@ class TreeCore {
 
   void setitem(nb::handle key, nb::handle value) {
     s_->checkUsable();
+    s_->shared->refuseWriteInTxn("tree[key] = value");
     BytesArg k(key, "key");
     BytesArg v(value, "value");
     Status st;
@@ -462,6 +734,7 @@ class TreeCore {
   // True when the key was there.
   bool remove(nb::handle key) {
     s_->checkUsable();
+    s_->shared->refuseWriteInTxn("deleting a key of a tree");
     BytesArg k(key, "key");
     Status st;
     s_->shared->run([&] { st = s_->tree->del(k.view()); });
@@ -523,6 +796,7 @@ class TreeCore {
   // Deletes every key, a chunk at a time, without the GIL.
   void clear() {
     s_->checkUsable();
+    s_->shared->refuseWriteInTxn("Tree.clear");
     Status st;
     s_->shared->run([&] {
       std::vector<std::string> keys;
@@ -546,6 +820,7 @@ class TreeCore {
   // None (deleted) or KEEP (left). Returns the value after the call (bytes or None).
   nb::object modify(nb::handle key, nb::handle fn) {
     s_->checkUsable();
+    s_->shared->refuseWriteInTxn("Tree.modify");
     BytesArg k(key, "key");
     if (!PyCallable_Check(fn.ptr())) throw nb::type_error("modify() needs a callable");
     // What the last call of fn saw and returned: released with the GIL held, after run().
@@ -587,8 +862,7 @@ class TreeCore {
     return toBytes(stored->view());
   }
 
-  void markDropped() { s_->dropped.store(true, std::memory_order_release); }
-  bool dropped() const { return s_->dropped.load(std::memory_order_acquire); }
+  bool dropped() const { return s_->isDropped(); }
   nb::bytes name() const { return toBytes(s_->name); }
   const std::shared_ptr<TreeState>& state() const { return s_; }
 
@@ -634,8 +908,9 @@ class BatchCore {
   // commit point without waiting for durability (Database::writeNoWait); else 0.
   uint64_t write(bool wait) {
     checkIdle();
+    s_->refuseWriteInTxn("Batch.write");
     for (const auto& t : trees_) {
-      if (t->dropped.load(std::memory_order_acquire)) {
+      if (t->isDropped()) {
         raiseClosed("tree '" + t->name + "' of the batch was dropped; nothing was written");
       }
     }
@@ -691,6 +966,254 @@ class BatchCore {
 };
 
 // ----------------------------------------------------------------------------------------
+// TxnCore: a vmstore::Transaction (see the contract at the top of this file).
+
+class TxnCore {
+ public:
+  explicit TxnCore(std::shared_ptr<Shared> shared)
+      : s_(std::move(shared)), t_(std::make_shared<TxnState>(s_->db.get())) {}
+  TxnCore(TxnCore&&) noexcept = default;
+  TxnCore(const TxnCore&) = delete;
+  TxnCore& operator=(const TxnCore&) = delete;
+  ~TxnCore() { release(); }
+
+  void put(TreeCore& tree, nb::handle key, nb::handle value) {
+    const TreeState& ts = admit(tree);
+    BytesArg k(key, "key");
+    BytesArg v(value, "value");
+    Status st;
+    call(Kind::kWrite, [&] { st = t_->txn.put(ts.tree, k.view(), v.view()); });
+    if (st.isNotFound()) raiseClosed("tree '" + ts.name + "' was dropped");
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  void del(TreeCore& tree, nb::handle key) {
+    const TreeState& ts = admit(tree);
+    BytesArg k(key, "key");
+    Status st;
+    call(Kind::kWrite, [&] { st = t_->txn.del(ts.tree, k.view()); });
+    if (st.isNotFound()) {
+      ts.checkUsable();  // a dropped tree answers NotFound too
+      raiseKeyError(key);
+    }
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  nb::object get(TreeCore& tree, nb::handle key, nb::handle dflt) {
+    const TreeState& ts = admit(tree);
+    BytesArg k(key, "key");
+    // As TreeCore::lookup: up to a page through the stack, a larger value again into a string.
+    char buf[vmstore::kPageSize];
+    size_t vlen = 0;
+    Status st;
+    std::string big;
+    call(Kind::kWrite, [&] {
+      st = t_->txn.get(ts.tree, k.view(), std::as_writable_bytes(std::span(buf)), &vlen);
+      if (st.ok() && vlen > sizeof buf) st = t_->txn.get(ts.tree, k.view(), &big);
+    });
+    if (st.isNotFound()) {
+      ts.checkUsable();
+      return nb::borrow(dflt);
+    }
+    if (!st.ok()) raiseStatus(st);
+    if (vlen > sizeof buf) return toBytes(big);
+    return toBytes(std::string_view(buf, vlen));
+  }
+
+  // Transaction::update with a Python function, as TreeCore::modify.
+  nb::object modify(TreeCore& tree, nb::handle key, nb::handle fn) {
+    const TreeState& ts = admit(tree);
+    BytesArg k(key, "key");
+    if (!PyCallable_Check(fn.ptr())) throw nb::type_error("modify() needs a callable");
+    std::optional<nb::object> seen, returned;
+    std::optional<BytesArg> stored;
+    std::optional<nb::python_error> raised;
+    Status st;
+    call(Kind::kWrite, [&] {
+      st = t_->txn.update(ts.tree, k.view(), [&](std::optional<std::string_view> current) {
+        nb::gil_scoped_acquire gil;
+        stored.reset();
+        returned.reset();
+        raised.reset();
+        const Shared* outer = modifying;
+        modifying = s_.get();
+        struct Restore {
+          const Shared* outer;
+          ~Restore() { modifying = outer; }
+        } restore{outer};
+        try {
+          seen = current ? nb::object(toBytes(*current)) : nb::none();
+          returned = fn(*seen);
+          if (returned->is(keepMarker)) return vmstore::Change::keep();
+          if (returned->is_none()) return vmstore::Change::del();
+          stored.emplace(*returned, "the value a modify() function returns");
+          return vmstore::Change::put(stored->view());
+        } catch (nb::python_error& e) {
+          raised.emplace(std::move(e));
+          return vmstore::Change::abort(Status::InvalidArgument("the function raised"));
+        }
+      });
+    });
+    if (raised) throw std::move(*raised);
+    if (st.isNotFound()) raiseClosed("tree '" + ts.name + "' was dropped");
+    if (!st.ok()) raiseStatus(st);
+    if (!returned || returned->is(keepMarker)) return seen ? *seen : nb::none();
+    if (returned->is_none()) return nb::none();
+    if (PyBytes_CheckExact(returned->ptr())) return *returned;
+    return toBytes(stored->view());
+  }
+
+  // Commits and ends the transaction (a failed commit ends it too, undone). wait=false:
+  // the commit point for Database::waitDurable (0 when nothing was logged); else 0.
+  uint64_t commit(bool wait) {
+    Status st;
+    uint64_t point = 0;
+    call(Kind::kCommit, [&] { st = wait ? t_->txn.commit() : t_->txn.commitNoWait(&point); });
+    if (!st.ok()) raiseStatus(st);
+    return point;
+  }
+
+  void abort() {
+    Status st;
+    call(Kind::kAbort, [&] { st = t_->txn.abort(); });
+    if (!st.ok()) raiseStatus(st);
+  }
+
+  size_t count() {
+    size_t n = 0;
+    call(Kind::kCount, [&] { n = t_->txn.count(); });
+    return n;
+  }
+
+ private:
+  enum class Kind { kWrite, kCommit, kAbort, kCount };  // kWrite: put, delete, get, modify
+  enum class Refusal { kNone, kClosed, kAbortedByClose, kSecondHere };
+
+  // The tree's state when this transaction may use it; raises otherwise.
+  const TreeState& admit(TreeCore& tree) {
+    const std::shared_ptr<TreeState>& state = tree.state();
+    if (state->shared != s_) {
+      raiseError(kInvalid, EINVAL,
+                 "tree '" + state->name + "' belongs to another database than the transaction's ('" + s_->path + "')");
+    }
+    state->checkUsable();  // a closed database is call()'s to report (it may have aborted this)
+    return *state;
+  }
+
+  // Runs fn (an engine call on t_->txn) with the GIL released and t_->call held, after
+  // the checks of the contract: one thread at a time, an open transaction only on its
+  // own thread, not inside a modify() function of this database, not after close.
+  template <class Fn>
+  void call(Kind kind, Fn&& fn) {
+    if (modifying == s_.get()) raiseReentered();
+    if (busy_) throw std::runtime_error("the transaction is in use by another thread (one thread at a time)");
+    claim();
+    busy_ = true;  // only read and written with the GIL held
+    Refusal refused;
+    try {
+      nb::gil_scoped_release nogil;
+      refused = callUnlocked(kind, fn);
+    } catch (...) {
+      busy_ = false;
+      throw;
+    }
+    busy_ = false;
+    switch (refused) {
+      case Refusal::kNone: return;
+      case Refusal::kClosed: raiseClosed("database '" + s_->path + "' is closed");
+      case Refusal::kAbortedByClose:
+        raiseClosed("database '" + s_->path + "' was closed, which aborted this transaction");
+      case Refusal::kSecondHere: throw std::runtime_error(secondHere());
+    }
+  }
+
+  template <class Fn>
+  Refusal callUnlocked(Kind kind, Fn& fn) {
+    s_->sweepOrphans();
+    std::lock_guard lock(t_->call);
+    if (t_->abortedByClose) {
+      if (kind == Kind::kCount) return Refusal::kNone;  // nothing written; the flag stays
+      t_->abortedByClose = false;
+      return kind == Kind::kAbort ? Refusal::kNone : Refusal::kAbortedByClose;
+    }
+    const bool open = s_->isOpen(*t_);
+    if (kind == Kind::kAbort || kind == Kind::kCount) {
+      if (!open) return Refusal::kNone;  // an ended transaction: nothing to undo or count
+      fn();
+      if (kind == Kind::kAbort) s_->forget(t_);
+      return Refusal::kNone;
+    }
+    std::shared_lock gate(s_->gate);
+    if (s_->closed) return Refusal::kClosed;
+    if (kind == Kind::kCommit) {
+      if (!open) return Refusal::kNone;  // nothing begun: commit point 0
+      fn();
+      s_->forget(t_);  // ended, committed or (when the commit failed) undone
+      return Refusal::kNone;
+    }
+    if (!open) {
+      switch (s_->begin(t_)) {  // it begins with this call
+        case Shared::Begun::kOk: break;
+        case Shared::Begun::kClosing: return Refusal::kClosed;
+        case Shared::Begun::kSecondHere: return Refusal::kSecondHere;
+      }
+    }
+    fn();
+    return Refusal::kNone;
+  }
+
+  // An open transaction belongs to the thread it began on; once that thread has ended,
+  // the calling thread takes it over. GIL held.
+  void claim() {
+    std::lock_guard lock(s_->txnMutex);
+    const ThreadMark& me = thisThread();
+    if (!t_->owner || t_->owner == me) return;
+    if (t_->owner->load(std::memory_order_acquire)) {
+      throw std::runtime_error(
+          "the transaction is open on another thread: only that thread may use it until it commits or aborts "
+          "(the engine ends a transaction on the thread it began on)");
+    }
+    if (s_->openHereLocked(t_.get())) throw std::runtime_error(secondHere());
+    t_->owner = me;
+  }
+
+  std::string secondHere() const {
+    return "this thread already has an open transaction of database '" + s_->path +
+           "': commit or abort it first (a second one could wait for the first one's keys forever)";
+  }
+
+  // Collected: an open transaction is aborted here when it is this thread's (or its
+  // thread has ended and this one has none open here); else it becomes an orphan for its
+  // own thread, or close(), to abort. GIL held (as nanobind destroys objects).
+  void release() {
+    if (!t_) return;  // moved from
+    bool here = false;
+    {
+      std::lock_guard lock(s_->txnMutex);
+      if (!t_->owner) return;
+      const ThreadMark& me = thisThread();
+      if (t_->owner == me || (!t_->owner->load(std::memory_order_acquire) && !s_->openHereLocked(t_.get()))) {
+        here = true;
+      } else {
+        t_->orphan = true;
+        s_->orphanCount.fetch_add(1, std::memory_order_release);
+      }
+    }
+    if (!here) return;
+    if (PyGILState_Check() && !interpreterFinalizing()) {
+      nb::gil_scoped_release nogil;
+      s_->abortTxn(t_, false);
+    } else {
+      s_->abortTxn(t_, false);
+    }
+  }
+
+  std::shared_ptr<Shared> s_;   // declared first: outlives t_
+  std::shared_ptr<TxnState> t_;
+  bool busy_ = false;
+};
+
+// ----------------------------------------------------------------------------------------
 // DbCore
 
 class DbCore {
@@ -707,19 +1230,32 @@ class DbCore {
     return DbCore(std::move(shared));
   }
 
+  // Aborts every open transaction of the database (see the contract), then closes it.
   void close() {
     if (modifying == s_.get()) raiseReentered();
     Status st;
     {
       nb::gil_scoped_release nogil;
-      std::unique_lock lock(s_->gate);  // waits for the calls in flight
-      if (s_->closed) return;
-      if (int64_t held = s_->views.load(); held > 0) {
-        st = Status::Busy("close: " + std::to_string(held) +
-                          " value(s) from Tree.view() are still held; release the memoryviews first");
-      } else {
-        s_->closed = true;
-        st = s_->db->close();
+      auto viewsHeld = [&] {
+        int64_t held = s_->views.load();
+        return held == 0 ? Status::OK()
+                         : Status::Busy("close: " + std::to_string(held) +
+                                        " value(s) from Tree.view() are still held; release the memoryviews first");
+      };
+      st = viewsHeld();  // before aborting anything, when it is known already
+      if (st.ok() && !s_->closed) s_->abortAllForClose();
+      if (st.ok()) {
+        std::unique_lock lock(s_->gate);  // waits for the calls in flight
+        if (s_->closed) return;
+        st = viewsHeld();
+        if (st.ok()) {
+          s_->closed = true;
+          st = s_->db->close();
+        }
+      }
+      if (!s_->closed) {
+        std::lock_guard lock(s_->txnMutex);
+        s_->closing = false;  // still open: transactions may begin again
       }
     }
     if (!st.ok()) raiseStatus(st);
@@ -733,6 +1269,7 @@ class DbCore {
   }
 
   void sync() {
+    s_->refuseInTxn("sync");
     Status st;
     s_->run([&] { st = s_->db->sync(); });
     if (!st.ok()) raiseStatus(st);
@@ -746,18 +1283,54 @@ class DbCore {
 
   // A new TreeCore for the tree (the Python Database keeps one per name), or None when
   // the tree is missing and create is false.
+  // On a thread with an open transaction: an existing tree only (creating one is a
+  // plain write), and BusyError while a drop or creation waits for the transactions.
   std::optional<TreeCore> tree(nb::bytes name, bool create) {
     std::string n(name.c_str(), name.size());
+    const bool inTxn = s_->openHere();
     vmstore::Tree* tree = nullptr;
     Status st;
-    s_->run([&] { st = s_->db->openTree(n, create, &tree); });
-    if (st.isNotFound()) return std::nullopt;
+    bool gateBusy = false;
+    s_->run([&] {
+      if (inTxn) {
+        std::shared_lock trees(s_->treesGate, std::try_to_lock);
+        if (!trees.owns_lock()) {
+          gateBusy = true;
+          return;
+        }
+        st = s_->db->openTree(n, false, &tree);
+        return;
+      }
+      std::unique_lock trees(s_->treesGate, std::defer_lock);
+      if (create) trees.lock();  // a creation may wait for a checkpoint, which waits for transactions
+      st = s_->db->openTree(n, create, &tree);
+    });
+    if (gateBusy) {
+      raiseError(kBusy, EBUSY,
+                 "opening tree '" + n +
+                     "': a tree drop or creation is waiting for the open transactions, this thread's too: abort "
+                     "the transaction and retry");
+    }
+    if (st.isNotFound()) {
+      if (inTxn && create) {
+        throw std::runtime_error("creating tree '" + n + "': this thread has an open transaction of database '" +
+                                 s_->path + "'; create the tree before the transaction begins");
+      }
+      return std::nullopt;
+    }
     if (!st.ok()) raiseStatus(st);
     auto state = std::make_shared<TreeState>();
     state->shared = s_;
     state->tree = tree;
     state->name = std::move(n);
+    state->dropped = s_->droppedFlag(tree);
     return TreeCore(std::move(state));
+  }
+
+  // A new transaction of this database (begun by its first call); ClosedError after close().
+  TxnCore transaction() {
+    if (s_->closed.load(std::memory_order_acquire)) raiseClosed("database '" + s_->path + "' is closed");
+    return TxnCore(s_);
   }
 
   // An empty batch of this database; ClosedError after close().
@@ -767,10 +1340,20 @@ class DbCore {
   }
 
   // False when there is no such tree.
+  // Every TreeCore of the dropped tree raises ClosedError afterwards.
   bool dropTree(nb::bytes name) {
+    s_->refuseInTxn("drop_tree");
     std::string n(name.c_str(), name.size());
     Status st;
-    s_->run([&] { st = s_->db->dropTree(n); });
+    s_->run([&] {
+      // Held while the drop waits for the open transactions (see the contract).
+      std::unique_lock trees(s_->treesGate);
+      vmstore::Tree* handle = nullptr;
+      st = s_->db->openTree(n, false, &handle);  // the handle the drop retires
+      if (!st.ok()) return;
+      st = s_->db->dropTree(n);
+      if (st.ok()) s_->markDropped(handle);
+    });
     if (st.isNotFound()) return false;
     if (!st.ok()) raiseStatus(st);
     return true;
@@ -843,6 +1426,7 @@ class DbCore {
 
   // Raises CorruptionError (with .problems, one line per problem) when damage is found.
   void check() {
+    s_->refuseInTxn("check");
     std::vector<std::string> problems;
     Status st;
     s_->run([&] { st = s_->db->check(&problems); });
@@ -917,8 +1501,7 @@ NB_MODULE(_core, m) {
       .def("count", &TreeCore::count, "start"_a.none(), "stop"_a.none(), "The number of keys in [start, stop).")
       .def("edge", &TreeCore::edge, "last"_a, "The first or last (key, value), or None.")
       .def("clear", &TreeCore::clear, "Deletes every key.")
-      .def("mark_dropped", &TreeCore::markDropped, "Makes later calls raise ClosedError.")
-      .def_prop_ro("dropped", &TreeCore::dropped, "True after mark_dropped().")
+      .def_prop_ro("dropped", &TreeCore::dropped, "True once the tree was dropped.")
       .def_prop_ro("name", &TreeCore::name, "The tree's name (bytes).");
 
   nb::class_<BatchCore>(m, "BatchCore", "The operations of an atomic batch; see vmstore.Batch.")
@@ -933,6 +1516,18 @@ NB_MODULE(_core, m) {
            "Applies the operations all or nothing, then empties the batch; wait=False returns "
            "the commit point without waiting for durability.");
 
+  nb::class_<TxnCore>(m, "TxnCore", "A transaction; see vmstore.Transaction.")
+      .def("put", &TxnCore::put, "tree"_a, "key"_a.none(), "value"_a.none(), "Inserts or replaces, at once.")
+      .def("delete", &TxnCore::del, "tree"_a, "key"_a.none(), "Deletes, at once; KeyError when absent.")
+      .def("get", &TxnCore::get, "tree"_a, "key"_a.none(), "default"_a.none() = nb::none(),
+           "The value (the key locked), or default when absent.")
+      .def("modify", &TxnCore::modify, "tree"_a, "key"_a.none(), "fn"_a,
+           "Read-modify-write under the transaction: fn(value or None) -> bytes, None (delete) or KEEP.")
+      .def("commit", &TxnCore::commit, "wait"_a = true,
+           "Commits and ends the transaction; wait=False returns the commit point without waiting.")
+      .def("abort", &TxnCore::abort, "Undoes every write and ends the transaction.")
+      .def("__len__", &TxnCore::count, "The writes made since it began.");
+
   nb::class_<DbCore>(m, "DbCore", "An open database; see vmstore.Database.")
       .def("close", &DbCore::close, "Writes everything and closes; harmless when closed.")
       .def_prop_ro("closed", &DbCore::closed, "True after close().")
@@ -941,6 +1536,7 @@ NB_MODULE(_core, m) {
            "Returns once the write of this commit point is as durable as write() makes it.")
       .def("tree", &DbCore::tree, "name"_a, "create"_a, "A new TreeCore, or None when missing.")
       .def("batch", &DbCore::batch, "An empty BatchCore of this database.")
+      .def("transaction", &DbCore::transaction, "A new TxnCore of this database.")
       .def("drop_tree", &DbCore::dropTree, "name"_a, "Drops a tree; False when there is none.")
       .def("trees", &DbCore::trees, "The tree names (bytes).")
       .def("stats", &DbCore::stats, "The engine's counters.")

@@ -20,6 +20,14 @@ Several changes, to one tree or many, are applied together, all or nothing, with
         b.delete(users, b"bob")
         b.put(db.tree("log"), b"0001", b"alice promoted")
 
+Changes that depend on what they read go in a :class:`Transaction`, which writes in place
+as it goes and commits them together (abort, or an exception, undoes them)::
+
+    with db.transaction() as txn:  # committed when the block ends, aborted if it raises
+        balance = int(txn.get(accounts, b"alice", b"0"))
+        txn.put(accounts, b"alice", b"%d" % (balance - 10))
+        txn.put(accounts, b"bob", b"%d" % (int(txn.get(accounts, b"bob", b"0")) + 10))
+
 Every engine call releases the GIL, so many threads may share one :class:`Database` and
 its trees. Errors are exceptions: :class:`Error` (an :class:`OSError`) and its subclasses,
 :class:`KeyError` for a missing key, :class:`TypeError` for a key or value that is not
@@ -43,6 +51,7 @@ __all__ = [
     "Database",
     "Tree",
     "Batch",
+    "Transaction",
     "TreeKeysView",
     "TreeValuesView",
     "TreeItemsView",
@@ -143,7 +152,11 @@ class NoMemoryError(Error):
 
 
 class BusyError(Error):
-    """The database is open elsewhere (in this process or another)."""
+    """The database is open elsewhere (in this process or another); or, from a
+    :class:`Transaction`, a key's lock stayed held by another transaction (two waiting
+    for each other) or the log filled: abort the transaction and retry it; or a call
+    that waits for every open transaction (:meth:`Database.sync`, :meth:`Database.check`,
+    :meth:`Database.drop_tree`) made on a thread that has one open."""
 
     code = -7
 
@@ -264,20 +277,33 @@ class Database:
     def tree(self, name: str = "", create: bool = True) -> "Tree":
         """The tree called ``name`` (``""`` is the default tree), created when missing
         unless ``create`` is false; then a missing tree raises :class:`KeyError`. The same
-        name gives the same :class:`Tree` object until the tree is dropped."""
+        name gives the same :class:`Tree` object until the tree is dropped.
+
+        On a thread with an open :class:`Transaction` of this database a missing tree is
+        not created (:class:`RuntimeError`: create trees before the transaction), and
+        opening one this process has not opened yet raises :class:`BusyError` while
+        another thread's :meth:`drop_tree` waits for the open transactions."""
         encoded = _tree_name(name)
-        with self._lock:
-            tree = self._trees.get(name)
-            if tree is not None:
-                if self._core.closed:
-                    raise ClosedError(None, f"database '{self._path}' is closed")
-                return tree
+        # No lock is held across an engine call: a drop_tree on another thread may wait
+        # for a transaction of the calling thread, which must be able to go on.
+        tree = self._trees.get(name)
+        if tree is not None and not tree._core.dropped:
+            if self._core.closed:
+                raise ClosedError(None, f"database '{self._path}' is closed")
+            return tree
+        while True:
             core = self._core.tree(encoded, bool(create))
             if core is None:
                 raise KeyError(name)
-            tree = Tree(core, self, name)
-            self._trees[name] = tree
-            return tree
+            with self._lock:
+                tree = self._trees.get(name)
+                if tree is not None and not tree._core.dropped:
+                    return tree  # another thread opened it meanwhile
+                if core.dropped:
+                    continue  # dropped since it was opened: open the name again
+                tree = Tree(core, self, name)
+                self._trees[name] = tree
+                return tree
 
     def trees(self) -> list:
         """The names of the trees in the database, in byte order of their UTF-8 form."""
@@ -286,14 +312,15 @@ class Database:
     def drop_tree(self, name: str) -> None:
         """Removes the tree and frees its pages; :class:`KeyError` when there is none.
         Its :class:`Tree` object (and iterators over it) raise :class:`ClosedError` from
-        then on; ``tree(name)`` afterwards creates a new, empty tree."""
-        encoded = _tree_name(name)
+        then on; ``tree(name)`` afterwards creates a new, empty tree. Waits for every
+        open :class:`Transaction` of the database to end; on a thread that has one open
+        it raises :class:`BusyError` instead."""
+        if not self._core.drop_tree(_tree_name(name)):
+            raise KeyError(name)
         with self._lock:
-            if not self._core.drop_tree(encoded):
-                raise KeyError(name)
-            tree = self._trees.pop(name, None)
-            if tree is not None:
-                tree._core.mark_dropped()
+            tree = self._trees.get(name)
+            if tree is not None and tree._core.dropped:
+                del self._trees[name]
 
     def batch(self) -> "Batch":
         """A new, empty :class:`Batch` of this database: changes to its trees applied
@@ -302,12 +329,23 @@ class Database:
         :class:`ClosedError` when the database is closed."""
         return Batch(self._core.batch(), self)
 
+    def transaction(self) -> "Transaction":
+        """A new :class:`Transaction` of this database: writes to its trees applied in
+        place as they are made and committed together, or undone together. Use it as
+        ``with db.transaction() as txn:`` (committed when the block ends, aborted if it
+        raises) or call :meth:`Transaction.commit` yourself. It begins with its first
+        call. :class:`ClosedError` when the database is closed."""
+        return Transaction(self._core.transaction(), self)
+
     def sync(self) -> None:
-        """Puts every write so far on stable storage."""
+        """Puts every write so far on stable storage. Waits for every open
+        :class:`Transaction` to end (a checkpoint never falls inside one); on a thread
+        that has one open it raises :class:`BusyError` instead."""
         self._core.sync()
 
     def wait_durable(self, commit: int) -> None:
-        """Returns once the batch written with :meth:`Batch.write_nowait` that returned
+        """Returns once the batch written with :meth:`Batch.write_nowait` (or the
+        transaction committed with :meth:`Transaction.commit_nowait`) that returned
         ``commit`` is as durable as :meth:`Batch.write` makes a batch: with
         ``durability="sync"`` on stable storage (waiters share one flush), at once
         otherwise. It covers every write logged before it too. A commit point this
@@ -317,7 +355,9 @@ class Database:
 
     def close(self) -> None:
         """Writes everything, syncs and releases the directory lock. Waits for calls in
-        flight on other threads; harmless when already closed."""
+        flight on other threads; harmless when already closed. Every open
+        :class:`Transaction` of the database, on any thread, is aborted first (its writes
+        undone; its next call raises :class:`ClosedError`)."""
         try:
             self._core.close()
         finally:
@@ -345,7 +385,9 @@ class Database:
     def check(self) -> None:
         """Verifies every tree and the free-space list (checksums, key order, fences,
         each page used once or free). Returns None when sound; raises
-        :class:`CorruptionError` whose ``problems`` lists the damage otherwise."""
+        :class:`CorruptionError` whose ``problems`` lists the damage otherwise. Waits for
+        every open :class:`Transaction` to end; on a thread that has one open it raises
+        :class:`BusyError` instead."""
         self._core.check()
 
     def __enter__(self) -> "Database":
@@ -389,7 +431,8 @@ class Batch:
     present or wholly absent.
 
     One thread at a time: adding to, clearing or writing a batch while another thread
-    writes it raises :class:`RuntimeError`.
+    writes it raises :class:`RuntimeError`; so does :meth:`write` on a thread with an open
+    :class:`Transaction` of the database.
     """
 
     __slots__ = ("_core", "_db")
@@ -458,6 +501,152 @@ class Batch:
         """``<vmstore.Batch of 3 operations on '/path'>``."""
         n = len(self)
         return f"<vmstore.Batch of {n} operation{'' if n == 1 else 's'} on {self._db.path!r}>"
+
+
+# ---------------------------------------------------------------------------------------
+# Transactions
+
+
+class Transaction:
+    """Reads and writes on trees of one database, each applied in place when it is made,
+    committed together by :meth:`commit` or undone together by :meth:`abort`. Made by
+    :meth:`Database.transaction`; it begins with its first call, and after
+    :meth:`commit` or :meth:`abort` the same object begins a new one with its next call.
+
+    A context manager: ``with db.transaction() as txn:`` commits when the block ends
+    normally and aborts when it raises (the exception goes on). After a crash a
+    committed transaction is wholly present and any other wholly absent.
+
+    Isolation: each key a transaction reads (:meth:`get`) or writes stays locked until it
+    ends, so transactions that reach their keys through their own calls are serializable.
+    Readers outside transactions (``tree[key]``, iteration) see its writes as they are
+    made, before the commit. A lock held by another transaction is waited for; once this
+    one holds a lock, a wait of more than a few milliseconds raises :class:`BusyError`
+    (two transactions waiting for each other): abort and retry the whole transaction::
+
+        while True:
+            try:
+                with db.transaction() as txn:
+                    txn.put(accounts, b"alice", b"90")
+                    txn.put(accounts, b"bob", b"110")
+                break
+            except vmstore.BusyError:
+                continue  # the block aborted it; run it again
+
+    Bad input raises as the same call on a :class:`Tree` would (:class:`TypeError`,
+    :class:`TooBigError`, :class:`InvalidArgumentError` for the empty key; also
+    :class:`TypeError` for a ``tree`` that is not a :class:`Tree`,
+    :class:`InvalidArgumentError` for a tree of another database, :class:`ClosedError`
+    for a dropped tree or a closed database). A call that raises changes nothing and
+    leaves the transaction open with its earlier writes: commit or abort it. A write
+    whose log record would pass a sixteenth of the log size raises :class:`TooBigError`
+    (write such a value with ``tree[key] = value``). Keep transactions short: a
+    checkpoint, :meth:`Database.sync` and :meth:`Database.drop_tree` wait for every open
+    one.
+
+    Threads: every engine call releases the GIL; one thread at a time uses a
+    transaction (:class:`RuntimeError` otherwise), and an open transaction belongs to
+    the thread it began on: others raise :class:`RuntimeError` until it commits or
+    aborts (or that thread ends). A thread has at most one open transaction per
+    database (:class:`RuntimeError`). While it is open, that thread must not write to
+    the database except through it: ``tree[key] = value``, ``del``, :meth:`Tree.modify`,
+    :meth:`Tree.clear`, :meth:`Batch.write` and creating a tree raise
+    :class:`RuntimeError` (they could wait for the transaction's own locks forever), and
+    :meth:`Database.sync`, :meth:`Database.check` and :meth:`Database.drop_tree` raise
+    :class:`BusyError`. Reads are fine, but do not write through the transaction to a
+    key of a leaf whose value this thread holds with :meth:`Tree.view`.
+
+    Ending: garbage collection of an open transaction aborts it (collected on another
+    thread, it is aborted by its own thread's next call on the database, or by
+    :meth:`Database.close`). :meth:`Database.close` aborts every open transaction of the
+    database, on any thread; the next call of each raises :class:`ClosedError`.
+    """
+
+    __slots__ = ("_core", "_db", "__weakref__")
+
+    def __init__(self, core: Any, db: Database) -> None:
+        """Wraps a core transaction handle; use :meth:`Database.transaction` instead."""
+        self._core = core
+        self._db = db
+
+    @property
+    def database(self) -> Database:
+        """The database the transaction reads and writes."""
+        return self._db
+
+    def _tree_core(self, tree: Any) -> Any:
+        if not isinstance(tree, Tree):
+            raise TypeError(f"transaction tree must be a vmstore.Tree, not {type(tree).__name__}")
+        return tree._core
+
+    def put(self, tree: "Tree", key: BytesLike, value: BytesLike) -> None:
+        """``tree[key] = value`` under the transaction: applied now, visible to
+        readers at once, undone by :meth:`abort`; the key stays locked until the end."""
+        self._core.put(self._tree_core(tree), key, value)
+
+    def delete(self, tree: "Tree", key: BytesLike) -> None:
+        """``del tree[key]`` under the transaction: :class:`KeyError` when the key is
+        absent (nothing changes; the key stays locked, so it stays absent until the
+        end)."""
+        self._core.delete(self._tree_core(tree), key)
+
+    def get(self, tree: "Tree", key: BytesLike, default: Any = None) -> Any:
+        """The value of ``key`` as it stands (this transaction's writes included), or
+        ``default`` when absent. Locks the key until the transaction ends, so no other
+        transaction changes it meanwhile."""
+        return self._core.get(self._tree_core(tree), key, default)
+
+    def modify(self, tree: "Tree", key: BytesLike, fn: Callable[[Optional[bytes]], Any]) -> Optional[bytes]:
+        """:meth:`Tree.modify` under the transaction: calls ``fn(value)`` once with the
+        key's current value (``bytes``, or ``None`` when absent) and applies what it
+        returns (bytes-like: stored; ``None``: deleted; :data:`KEEP`: left as it is).
+        Returns the value after the call. If ``fn`` raises, this call changes nothing,
+        the exception propagates and the transaction stays open. ``fn`` runs holding
+        the key's lock: do not use this database inside it (:class:`RuntimeError`)."""
+        return self._core.modify(self._tree_core(tree), key, fn)
+
+    def commit(self) -> None:
+        """Makes every write of the transaction durable together (one log record) and
+        ends it, returning as a write returns under the database's ``durability``. A
+        commit that fails ends it too, every write undone. Nothing to do when nothing
+        was begun. :class:`ClosedError` when the database was closed (which aborted the
+        transaction)."""
+        self._core.commit(True)
+
+    def commit_nowait(self) -> int:
+        """Commits as :meth:`commit` does without waiting for the log flush, and returns
+        the commit point for :meth:`Database.wait_durable` (0 when nothing was logged):
+        release your own locks in between, then wait."""
+        return self._core.commit(False)
+
+    def abort(self) -> None:
+        """Puts back every value the transaction changed and ends it. Harmless when
+        nothing is open (also after :meth:`Database.close` aborted it)."""
+        self._core.abort()
+
+    def __len__(self) -> int:
+        """The writes made since the transaction began (puts, deletes, and modifies
+        that changed something); 0 when none is open."""
+        return len(self._core)
+
+    def __enter__(self) -> "Transaction":
+        """Returns the transaction itself."""
+        return self
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        """Commits, or aborts when the block raised (the exception goes on)."""
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        """``<vmstore.Transaction of 3 writes on '/path'>``."""
+        try:
+            n = len(self)
+        except (RuntimeError, Error):
+            return f"<vmstore.Transaction on {self._db.path!r}>"
+        return f"<vmstore.Transaction of {n} write{'' if n == 1 else 's'} on {self._db.path!r}>"
 
 
 # ---------------------------------------------------------------------------------------
