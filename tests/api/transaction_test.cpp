@@ -397,11 +397,7 @@ TEST(CppTransaction, KilledProcessLeavesEveryTransactionWholeOrAbsent) {
   }
   long acknowledged = 0;
   for (int cycle = 0; cycle < scaled(8, 3); cycle++) {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
+    KilledChild child = killAfter(std::chrono::microseconds(30000 + 20000 * cycle), [&](int fd) {
       std::unique_ptr<vmstore::Database> db;
       if (!vmstore::Database::open(dir, "pool_size=8M,durability=sync", &db).ok()) _exit(3);
       vmstore::Tree *t, *counter;
@@ -413,20 +409,13 @@ TEST(CppTransaction, KilledProcessLeavesEveryTransactionWholeOrAbsent) {
         int to = static_cast<int>((from + 1 + rng() % (kAccounts - 1)) % kAccounts);
         if (transfer(txn, t, counter, from, to, 1 + static_cast<long>(rng() % 50))) {
           char c = 1;
-          if (write(fds[1], &c, 1) != 1) _exit(5);
+          if (write(fd, &c, 1) != 1) _exit(5);
         }
         if (i % 97 == 0 && !db->sync().ok()) _exit(6);
       }
-    }
-    close(fds[1]);
-    usleep(30000 + 20000 * cycle);
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited " << WEXITSTATUS(status);
-    char buf[4096];
-    for (ssize_t r; (r = read(fds[0], buf, sizeof buf)) > 0;) acknowledged += r;
-    close(fds[0]);
+    });
+    ASSERT_TRUE(child.killed) << "writer exited " << child.exitCode;
+    acknowledged += static_cast<long>(child.out.size());
     auto db = openDb(dir, "pool_size=8M");
     ASSERT_TRUE(db);
     vmstore::Tree *t, *counter;

@@ -5,7 +5,9 @@
 //
 // - Operations: puts (values from a few bytes to out-of-line sizes), deletes (often of
 //   absent keys), batches of 2-8 puts and deletes across trees, read-modify-writes
-//   (Tree::update) of rows, a drop and re-creation of tree "t3", and checkpoints (sync).
+//   (Tree::update) of rows, transactions (vmstore::Transaction) of 2-6 puts, deletes and
+//   row updates across trees, a fifth of them aborted after their writes, a drop and
+//   re-creation of tree "t3", and checkpoints (sync).
 //   Three trees: "", "t2", "t3"; a key space of 400 keys per tree, so keys are
 //   overwritten and deleted many times, and 60 row keys whose values keep one size per
 //   key and change in a few bytes at a time (the log records such same-size changes of
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "test_util.hpp"
+#include "vmstore/transaction.hpp"
 
 namespace vmstest {
 
@@ -35,11 +38,13 @@ class DurabilityWorkload {
     bool put;
     int tree;
     std::string key, value;
+    bool update = false;  // a row's read-modify-write (kUpdate, kTxn): salt says how
+    uint64_t salt = 0;    // which bytes of the row change, and to what
   };
   struct Op {
-    enum Kind { kWrite, kBatch, kUpdate, kDropT3, kSync } kind;
-    std::vector<Write> writes;  // one for kWrite and kUpdate, 2-8 for kBatch
-    uint64_t salt = 0;          // kUpdate: which bytes of the row change, and to what
+    enum Kind { kWrite, kBatch, kUpdate, kTxn, kDropT3, kSync } kind;
+    std::vector<Write> writes;  // one for kWrite and kUpdate, 2-8 for kBatch, 2-6 for kTxn
+    bool abort = false;         // kTxn: aborted after its writes (changes nothing)
   };
 
   Op op(uint64_t i) const {
@@ -56,9 +61,12 @@ class DurabilityWorkload {
       for (size_t j = 0; j < n; j++) o.writes.push_back(write(rng, i));
     } else if (r < 300) {
       o.kind = Op::kUpdate;
-      Write w{true, static_cast<int>(rng.uniform(0, 2)), rowKey(rng.uniform(0, kRows - 1)), {}};
-      o.writes.push_back(w);
-      o.salt = rng.next();
+      o.writes.push_back(rowUpdate(rng));
+    } else if (r < 400) {
+      o.kind = Op::kTxn;
+      size_t n = rng.uniform(2, 6);
+      for (size_t j = 0; j < n; j++) o.writes.push_back(rng.uniform(0, 3) == 0 ? rowUpdate(rng) : write(rng, i));
+      o.abort = rng.uniform(0, 4) == 0;
     } else {
       o.kind = Op::kWrite;
       o.writes.push_back(write(rng, i));
@@ -97,10 +105,29 @@ class DurabilityWorkload {
         return trees[w.tree]
             ->update(w.key,
                      [&](std::optional<std::string_view> cur) {
-                       next = updatedRow(w.key, cur, o.salt);
+                       next = updatedRow(w.key, cur, w.salt);
                        return vmstore::Change::put(next);
                      })
             .ok();
+      }
+      case Op::kTxn: {
+        // Alone in its process, a transaction never meets another's lock: every call
+        // must succeed (deleting an absent key is NotFound, and changes nothing).
+        vmstore::Transaction txn(db);
+        for (const Write& w : o.writes) {
+          Status s;
+          std::string next;
+          if (w.update) {
+            s = txn.update(trees[w.tree], w.key, [&](std::optional<std::string_view> cur) {
+              next = updatedRow(w.key, cur, w.salt);
+              return vmstore::Change::put(next);
+            });
+          } else {
+            s = w.put ? txn.put(trees[w.tree], w.key, w.value) : txn.del(trees[w.tree], w.key);
+          }
+          if (!s.ok() && !s.isNotFound()) return false;
+        }
+        return (o.abort ? txn.abort() : txn.commit()).ok();
       }
     }
     return false;
@@ -109,16 +136,13 @@ class DurabilityWorkload {
   void applyToModel(Model* m, uint64_t i) const {
     Op o = op(i);
     if (o.kind == Op::kDropT3) (*m)[kTrees[2]].clear();
-    if (o.kind == Op::kUpdate) {
-      const Write& w = o.writes[0];
-      auto& t = (*m)[kTrees[w.tree]];
-      auto it = t.find(w.key);
-      t[w.key] = updatedRow(w.key, it == t.end() ? std::nullopt : std::optional<std::string_view>(it->second), o.salt);
-      return;
-    }
+    if (o.abort) return;
     for (const Write& w : o.writes) {
       auto& t = (*m)[kTrees[w.tree]];
-      if (w.put) {
+      if (w.update) {
+        auto it = t.find(w.key);
+        t[w.key] = updatedRow(w.key, it == t.end() ? std::nullopt : std::optional<std::string_view>(it->second), w.salt);
+      } else if (w.put) {
         t[w.key] = w.value;
       } else {
         t.erase(w.key);
@@ -172,6 +196,13 @@ class DurabilityWorkload {
     uint32_t bytes = static_cast<uint32_t>(salt >> 32);
     std::memcpy(v.data() + kTagSize + salt % (v.size() - kTagSize - 4 + 1), &bytes, 4);
     return v;
+  }
+
+  Write rowUpdate(Rng& rng) const {
+    Write w{true, static_cast<int>(rng.uniform(0, 2)), rowKey(rng.uniform(0, kRows - 1)), {}};
+    w.update = true;
+    w.salt = rng.next();
+    return w;
   }
 
   Write write(Rng& rng, uint64_t i) const {

@@ -870,11 +870,7 @@ TEST(Failures, KilledWritersReopenAtACommittedCheckpoint) {
   std::mt19937_64 rng(12345);
   int lastSeen = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
+    KilledChild child = killAfter(std::chrono::milliseconds(5 + rng() % 200), [&](int fd) {
       std::unique_ptr<vmstore::Database> db;
       if (!vmstore::Database::open(dir, "pool_size=1M,durability=none", &db).ok()) _exit(3);
       vmstore::Tree* t;
@@ -885,19 +881,16 @@ TEST(Failures, KilledWritersReopenAtACommittedCheckpoint) {
         }
         if (!db->sync().ok()) _exit(6);
         uint32_t v = static_cast<uint32_t>(version);
-        (void)!write(fds[1], &v, sizeof v);
+        (void)!write(fd, &v, sizeof v);
       }
-    }
-    close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 200));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer failed on its own: exit " << WEXITSTATUS(status);
-    uint32_t v;
+    });
+    ASSERT_TRUE(child.killed) << "the writer failed on its own: exit " << child.exitCode;
     int synced = lastSeen;
-    while (read(fds[0], &v, sizeof v) == sizeof v) synced = static_cast<int>(v);
-    close(fds[0]);
+    for (size_t at = 0; at + sizeof(uint32_t) <= child.out.size(); at += sizeof(uint32_t)) {
+      uint32_t v;
+      std::memcpy(&v, child.out.data() + at, sizeof v);
+      synced = static_cast<int>(v);
+    }
     auto db = openDb(dir, "pool_size=1M,durability=none");
     ASSERT_TRUE(db) << "cycle " << cycle;
     vmstore::Tree* t;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -514,6 +516,41 @@ inline std::string runAndKill(const std::function<void(int fd)>& fn) {
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child did not die by SIGKILL";
   return out;
+}
+
+// A writer process killed at a moment the test chooses: forks a child that runs
+// writer(fd), fd the write end of a pipe (writer does not return; on an error it _exits
+// with a code of its own), kills it by SIGKILL after delay, and returns what it wrote to
+// the pipe and how it ended.
+struct KilledChild {
+  std::string out;
+  bool killed = false;  // it died by SIGKILL, not on its own
+  int exitCode = -1;    // its exit code when it did not
+};
+inline KilledChild killAfter(std::chrono::microseconds delay, const std::function<void(int fd)>& writer) {
+  KilledChild r;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    r.out = "pipe failed";
+    return r;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    writer(fds[1]);
+    _exit(98);
+  }
+  close(fds[1]);
+  std::this_thread::sleep_for(delay);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  return r;
 }
 
 inline void report(int fd, char c) { (void)!write(fd, &c, 1); }
