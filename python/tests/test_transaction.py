@@ -5,6 +5,7 @@ closed database, a dropped tree, commit_nowait, durability across a reopen, and 
 thread rules (one thread at a time, an open transaction belongs to its thread, what that
 thread may not do meanwhile, close and garbage collection from other threads)."""
 
+import functools
 import random
 import threading
 import time
@@ -27,6 +28,28 @@ def started(target, *args):
 def finished(thread):
     thread.join(TIMEOUT)
     return not thread.is_alive()
+
+
+def bounded(test):
+    """Runs the test on a thread of its own, so that a binding that hangs fails it
+    instead of stopping the suite."""
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        errors = []
+
+        def body():
+            try:
+                test(*args, **kwargs)
+            except BaseException as e:  # noqa: BLE001 (handed to the main thread)
+                errors.append(e)
+
+        thread = started(body)
+        assert finished(thread), "hung"
+        if errors:
+            raise errors[0]
+
+    return wrapper
 
 
 def test_commit_of_put_delete_and_modify(db):
@@ -142,6 +165,7 @@ def test_large_value_through_get(db):
     assert t[b"big"] == big
 
 
+@bounded
 def test_locks_conflict_with_busy_error(db):
     """A transaction that holds a lock and waits for another's gets BusyError within
     milliseconds; after it aborts, the other commits."""
@@ -320,6 +344,7 @@ def test_a_failing_modify_function_changes_nothing(db):
     assert dict(t) == {b"k": b"v!", b"earlier": b"1"}
 
 
+@bounded
 def test_modify_function_must_not_use_the_database(db):
     t = db.tree("t")
     txn = db.transaction()
@@ -336,6 +361,7 @@ def test_modify_function_must_not_use_the_database(db):
     txn.abort()
 
 
+@bounded
 def test_closed_database(db_path):
     db = vmstore.open(db_path, pool_size="16M")
     t = db.tree("t")
@@ -367,6 +393,7 @@ def test_closed_database(db_path):
         assert db.tree("t")[b"k"] == b"before"
 
 
+@bounded
 def test_abort_after_close_does_not_raise(db):
     t = db.tree("t")
     with pytest.raises(ZeroDivisionError):
@@ -397,6 +424,7 @@ def test_dropped_tree(db):
     assert dict(fresh) == {b"k": b"new"}
 
 
+@bounded
 def test_drop_tree_waits_for_open_transactions(db):
     t, doomed = db.tree("t"), db.tree("doomed")
     doomed[b"x"] = b"1"
@@ -415,6 +443,7 @@ def test_drop_tree_waits_for_open_transactions(db):
         doomed[b"x"]
 
 
+@bounded
 def test_opening_a_tree_in_a_transaction_while_a_drop_waits(db_path):
     with vmstore.open(db_path, pool_size="16M") as db:
         db.tree("t")
@@ -452,6 +481,7 @@ def test_commit_nowait_and_wait_durable(db_path):
         assert dict(db.tree("t")) == {b"k": b"v", b"k2": b"v2"}
 
 
+@bounded
 def test_reopen_shows_committed_data_only(db_path):
     with vmstore.open(db_path, pool_size="16M", durability="sync") as db:
         t, u = db.tree("t"), db.tree("u")
@@ -529,6 +559,7 @@ def test_one_thread_at_a_time(db):
     assert t[b"k"] == b"done"
 
 
+@bounded
 def test_what_the_thread_of_an_open_transaction_may_not_do(db):
     t = db.tree("t")
     t[b"k"] = b"v"
@@ -569,6 +600,7 @@ def test_what_the_thread_of_an_open_transaction_may_not_do(db):
     assert dict(t) == {b"k": b"txn", b"x": b"1", b"b": b"1"}
 
 
+@bounded
 def test_other_threads_write_while_a_transaction_is_open(db):
     t = db.tree("t")
     txn = db.transaction()
@@ -668,6 +700,7 @@ def test_close_while_a_transaction_waits_for_a_lock(db_path):
         assert db.tree("t")[b"k"] == b"before"
 
 
+@bounded
 def test_garbage_collection_aborts(db):
     t = db.tree("t")
     t[b"k"] = b"before"
@@ -739,6 +772,36 @@ def test_close_aborts_an_orphan(db_path):
     assert finished(thread)
     with vmstore.open(db_path, pool_size="16M") as db:
         assert db.tree("t")[b"k"] == b"before"
+
+
+def test_collecting_the_database_aborts_an_orphan(db_path):
+    """A database collected without close() while an orphan of a living thread is open:
+    the orphan is aborted (on this thread) and the database closed cleanly."""
+    import gc
+
+    db = vmstore.open(db_path, pool_size="16M")
+    t = db.tree("t")
+    t[b"k"] = b"before"
+    handed = []
+    done = threading.Event()
+
+    def owner():
+        txn = db.transaction()
+        txn.put(t, b"k", b"during")
+        handed.append(txn)
+        del txn
+        done.wait(TIMEOUT)
+
+    thread = started(owner)
+    while not handed:
+        time.sleep(0.01)
+    handed.clear()  # an orphan of the owner thread, which stays alive
+    del db, t
+    gc.collect()  # the Database and its trees refer to each other
+    with vmstore.open(db_path, pool_size="16M") as db:  # closed: the directory lock is free
+        assert db.tree("t")[b"k"] == b"before"
+    done.set()
+    assert finished(thread)
 
 
 def test_a_transaction_of_an_ended_thread_is_taken_over(db):
