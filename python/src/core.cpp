@@ -45,11 +45,12 @@
 //   thread than its own leaves that thread's engine bookkeeping naming the database: the
 //   closed Database is then kept allocated (a grave) while that thread lives, so that no
 //   later database reuses its address.
-// - A tree drop waits for every open transaction (the writer gate). DbCore::dropTree
-//   holds Shared::treesGate exclusively meanwhile, and a thread with an open transaction
-//   only try-locks it before the engine's openTree (which a pending drop blocks):
-//   BusyError instead of a deadlock. Every TreeCore of one engine tree handle shares one
-//   dropped flag, set by the drop, so the Python Database needs no lock across a drop.
+// - A tree drop waits for every open transaction (the writer gate), and so may a tree
+//   creation (for a checkpoint), both holding the engine's lock of its tree list. DbCore
+//   holds Shared::treesGate exclusively across both, and a thread with an open
+//   transaction only try-locks it before the engine's openTree: BusyError instead of a
+//   deadlock. Every TreeCore of one engine tree handle shares one dropped flag, set by
+//   the drop, so the Python Database needs no lock across a drop.
 // - Engine statuses become the exception classes that vmstore/__init__.py registers with
 //   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
 //   is TypeError. Nothing is written when an argument is rejected.
@@ -235,10 +236,10 @@ struct Grave {
 };
 
 void bury(std::vector<ThreadMark> owners, std::unique_ptr<vmstore::Database> db) {
-  static std::mutex mutex;
+  static auto* mutex = new std::mutex();
   static auto* graves = new std::vector<Grave>();
-  std::vector<Grave> freed;  // destroyed outside the lock
-  std::lock_guard lock(mutex);
+  std::vector<Grave> freed;  // destroyed after the lock is let go (declared before it)
+  std::lock_guard lock(*mutex);
   for (size_t i = graves->size(); i-- > 0;) {
     const auto& g = (*graves)[i];
     if (std::none_of(g.owners.begin(), g.owners.end(), [](const ThreadMark& m) { return m->load(); })) {
@@ -1242,8 +1243,9 @@ class DbCore {
                          : Status::Busy("close: " + std::to_string(held) +
                                         " value(s) from Tree.view() are still held; release the memoryviews first");
       };
+      if (s_->closed) return;
       st = viewsHeld();  // before aborting anything, when it is known already
-      if (st.ok() && !s_->closed) s_->abortAllForClose();
+      if (st.ok()) s_->abortAllForClose();
       if (st.ok()) {
         std::unique_lock lock(s_->gate);  // waits for the calls in flight
         if (s_->closed) return;
