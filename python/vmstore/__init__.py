@@ -593,7 +593,7 @@ class Transaction:
     def get(self, tree: "Tree", key: BytesLike, default: Any = None) -> Any:
         """The value of ``key`` as it stands (this transaction's writes included), or
         ``default`` when absent. Locks the key until the transaction ends, so no other
-        transaction changes it meanwhile."""
+        writer (transaction or plain write) changes it meanwhile."""
         return self._core.get(self._tree_core(tree), key, default)
 
     def modify(self, tree: "Tree", key: BytesLike, fn: Callable[[Optional[bytes]], Any]) -> Optional[bytes]:
