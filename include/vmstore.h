@@ -352,7 +352,9 @@ int vms_wait_durable(vms_db* db, uint64_t commit);
  * - While a transaction is open on a thread, that thread must not write to its
  *   database with plain calls (vms_put, vms_delete, vms_update, vms_write): they may wait
  *   for it forever. vms_sync, vms_close and vms_tree_drop return VMS_EBUSY on that
- *   thread; vms_close from another thread waits for open transactions. */
+ *   thread (the thread of the transaction's last call: a handle may go on from another
+ *   thread), and so does vms_tree_open while a vms_tree_drop on another thread waits for
+ *   the transaction; vms_close from another thread waits for open transactions. */
 typedef struct vms_txn vms_txn;
 int vms_txn_new(vms_db* db, vms_txn** txn);
 int vms_txn_put(vms_txn* txn, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);

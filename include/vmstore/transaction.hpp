@@ -3,7 +3,8 @@
 //
 // Contract
 // - A transaction is a value owned by its user, used by one thread (or one task) at a
-//   time, and must not outlive its Database. It begins with its first call and ends with
+//   time (it may go on from another thread between calls), and must not outlive its
+//   Database. It begins with its first call and ends with
 //   commit() or abort(); then it may be used again (it keeps its memory). Destroying an
 //   open transaction aborts it.
 // - put, del and update write at once, in place (one descent each, as Tree::put, del
@@ -37,8 +38,9 @@
 //   with plain calls (Tree::put, del, update, Database::write): one of the
 //   transaction's keys, or a write that needs a checkpoint, would wait for the
 //   transaction forever. Reads are fine. Database::sync, close, dropTree and check
-//   return Busy on a thread that holds an open transaction of that database; close
-//   from another thread waits for open transactions to end.
+//   return Busy on a thread that holds an open transaction of that database (the thread
+//   of its last call); so does openTree there while a dropTree on another thread waits
+//   for the transaction. close from another thread waits for open transactions to end.
 // - Not with the read-only database of a failed sync (IOError, as every write).
 #pragma once
 

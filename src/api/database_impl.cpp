@@ -691,7 +691,18 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   }
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  auto g = task::lock(treesMutex_);
+  std::unique_lock<std::mutex> g(treesMutex_, std::defer_lock);
+  if (transactionOpenHere()) {
+    // A drop holds the tree list while it waits for this thread's transaction to end.
+    while (!g.try_lock()) {
+      if (dropsWaiting_.load(std::memory_order_acquire) > 0) {
+        return Status::Busy("a tree drop waits for the transaction open on this thread: end it, then open the tree");
+      }
+      task::pause();
+    }
+  } else {
+    task::acquire(g);
+  }
   auto it = trees_.find(name);
   if (it != trees_.end()) {
     *tree = &it->second->handle;
@@ -726,6 +737,13 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 
 Status DatabaseImpl::dropTree(std::string_view name) {
   if (transactionOpenHere()) return openTransactionStatus();
+  // Up while this drop holds the tree list and waits (for open transactions among
+  // others): openTree on a thread with one refuses instead of waiting for the list.
+  dropsWaiting_.fetch_add(1, std::memory_order_acq_rel);
+  struct Down {
+    std::atomic<int>& n;
+    ~Down() { n.fetch_sub(1, std::memory_order_acq_rel); }
+  } down{dropsWaiting_};
   auto g = task::lock(treesMutex_);
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none

@@ -153,8 +153,9 @@ class DatabaseImpl {
   // durability mode makes a write when its call returns.
   Status waitDurable(uint64_t commit);
 
-  // A transaction (api/transaction.cpp) of this database is open on this thread: sync,
-  // close, dropTree and check refuse (Busy), as they would wait for it forever.
+  // A transaction (api/transaction.cpp) of this database is open on this thread (its
+  // last call came from here): sync, close, dropTree and check refuse (Busy), as they
+  // would wait for it forever; so does openTree while a drop waits for it.
   bool transactionOpenHere() const;
   static Status openTransactionStatus() {
     return Status::Busy("a transaction of this database is open on this thread: commit or abort it first");
@@ -293,6 +294,7 @@ class DatabaseImpl {
   std::atomic<uint64_t> cutWaitMaxUs_{0};
   WriterGate writeGate_;
   std::mutex treesMutex_;
+  std::atomic<int> dropsWaiting_{0};  // dropTree calls holding or waiting for treesMutex_
   std::map<std::string, std::unique_ptr<TreeImpl>, std::less<>> trees_;
   std::vector<std::unique_ptr<TreeImpl>> droppedTrees_;
   std::atomic<bool> changed_{false};  // something changed since the last checkpoint

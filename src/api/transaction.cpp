@@ -20,6 +20,8 @@
 #include <cassert>
 #include <chrono>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "api/database_impl.hpp"
@@ -27,6 +29,7 @@
 #include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
 #include "api/validate.hpp"
+#include "sync/spin_mutex.hpp"
 #include "task/cooperative.hpp"
 #include "wal/log_record.hpp"
 #include "wal/value_patch.hpp"
@@ -35,8 +38,31 @@ namespace vmstore::internal {
 
 namespace {
 
-// The databases of this thread's open transactions, one entry per transaction.
-thread_local std::vector<const DatabaseImpl*> tOpenHere;
+// The databases of the open transactions whose last call came from one thread, one
+// entry per transaction: sync, close, dropTree, check and openTree ask the calling
+// thread's (DatabaseImpl::transactionOpenHere). A transaction called from another thread
+// moves its entry there (TxnImpl::check) and ends it where it is, so each thread's list
+// is shared (its mutex), and outlives the thread while a transaction points at it.
+struct OpenHere {
+  SpinMutex mutex;
+  std::vector<const DatabaseImpl*> dbs;
+  void add(const DatabaseImpl* db) {
+    std::lock_guard g(mutex);
+    dbs.push_back(db);
+  }
+  void remove(const DatabaseImpl* db) {
+    std::lock_guard g(mutex);
+    if (auto it = std::find(dbs.begin(), dbs.end(), db); it != dbs.end()) dbs.erase(it);
+  }
+  size_t count(const DatabaseImpl* db) {
+    std::lock_guard g(mutex);
+    return static_cast<size_t>(std::count(dbs.begin(), dbs.end(), db));
+  }
+};
+const std::shared_ptr<OpenHere>& openHere() {
+  thread_local const std::shared_ptr<OpenHere> here = std::make_shared<OpenHere>();
+  return here;
+}
 
 // A transaction that holds a key lock waits 2 to 6 ms for another before Busy, varied so
 // that two transactions waiting for each other seldom both give up. Short: a cycle (keys
@@ -65,9 +91,7 @@ Status busyLog() {
 
 }  // namespace
 
-bool DatabaseImpl::transactionOpenHere() const {
-  return std::find(tOpenHere.begin(), tOpenHere.end(), this) != tOpenHere.end();
-}
+bool DatabaseImpl::transactionOpenHere() const { return openHere()->count(this) > 0; }
 
 class TxnImpl {
  public:
@@ -129,6 +153,8 @@ class TxnImpl {
 
   DatabaseImpl* db_;
   bool entered_ = false;  // the call gate
+  std::shared_ptr<OpenHere> here_;  // the list of the thread of the last call
+  bool listed_ = false;             // db_ is in here_ (from the first call to the end)
   bool gateHeld_ = false;
   std::vector<KeySlot> held_;  // in the order taken, each once
   std::vector<Op> ops_;
@@ -146,10 +172,26 @@ Status TxnImpl::check(TreeImpl* t, std::string_view key) {
   if (t == nullptr) return Status::InvalidArgument("tree is null");
   if (t->db != db_) return Status::InvalidArgument("the tree is of another database than the transaction");
   if (Status bad = validateKey(key); !bad.ok()) return bad;
-  if (!entered_) {
-    if (!db_->gate_.enter()) return DatabaseImpl::closedStatus();
-    entered_ = true;
-    tOpenHere.push_back(db_);
+  try {
+    const std::shared_ptr<OpenHere>& here = openHere();
+    if (!entered_) {
+      if (!db_->gate_.enter()) return DatabaseImpl::closedStatus();
+      try {
+        here->add(db_);
+      } catch (...) {
+        db_->gate_.leave();
+        throw;
+      }
+      entered_ = true;
+      listed_ = true;
+      here_ = here;
+    } else if (here_ != here) {  // called from another thread than the last call: moves here
+      here->add(db_);
+      here_->remove(db_);
+      here_ = here;
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::NoMemory("no memory to begin a transaction");
   }
   return Status::OK();
 }
@@ -207,7 +249,7 @@ Status TxnImpl::holdGate() {
     if (st.code() != Status::Code::kBusy) return st;
     // The log file is full: a checkpoint's cut moves appends to the other one. Not while
     // another transaction of this thread holds the gate (the cut would wait for it).
-    if (std::count(tOpenHere.begin(), tOpenHere.end(), db_) > 1) return busyLog();
+    if (here_->count(db_) > 1) return busyLog();
     st = db_->makeLogRoom(kReserveAhead);
     if (!st.ok()) return st;
   }
@@ -444,8 +486,9 @@ void TxnImpl::end() {
   held_.clear();
   ops_.clear();
   bytes_.clear();
-  if (db_ != nullptr) {
-    if (auto it = std::find(tOpenHere.begin(), tOpenHere.end(), db_); it != tOpenHere.end()) tOpenHere.erase(it);
+  if (listed_) {
+    here_->remove(db_);  // here_ is kept for the next transaction
+    listed_ = false;
   }
   if (entered_) {
     db_->gate_.leave();

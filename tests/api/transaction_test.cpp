@@ -202,6 +202,70 @@ TEST(CppTransaction, CallsThatWouldWaitForItRefuseOnItsThread) {
   VMS_EXPECT_OK(db->close());
 }
 
+// A transaction may go on from another thread: the calls that refuse on the thread of
+// an open transaction follow it there, and its first thread is free again.
+TEST(CppTransaction, ATransactionMovedToAnotherThreadIsOpenThereOnly) {
+  std::string dir = freshDir();
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  Transaction txn(db.get());
+  VMS_ASSERT_OK(txn.put(t, "a", "1"));
+  EXPECT_TRUE(db->sync().code() == Status::Code::kBusy);
+  std::thread other([&] {
+    VMS_EXPECT_OK(txn.put(t, "b", "2"));
+    EXPECT_TRUE(db->sync().code() == Status::Code::kBusy) << "the transaction's thread is now this one";
+    VMS_EXPECT_OK(txn.commit());
+    VMS_EXPECT_OK(db->sync());
+  });
+  other.join();
+  EXPECT_TRUE(db->sync().ok()) << "the first thread still counted a transaction that ended elsewhere";
+  std::string v;
+  VMS_ASSERT_OK(t->get("b", &v));
+  EXPECT_EQ(v, "2");
+  // Begun on a thread that has exited since, ended here.
+  std::thread begin([&] { VMS_EXPECT_OK(txn.put(t, "c", "3")); });
+  begin.join();
+  VMS_EXPECT_OK(txn.abort());
+  EXPECT_FALSE(t->get("c", &v).ok());
+  VMS_EXPECT_OK(db->close());
+}
+
+// A drop waits for open transactions while it holds the list of trees: openTree on the
+// thread of an open transaction then refuses (Busy) instead of waiting for the drop,
+// which waits for it. Once the transaction ends, the drop completes and opens work.
+TEST(CppTransaction, OpeningATreeWhileADropWaitsForTheTransactionIsBusy) {
+  std::string dir = freshDir();
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  vmstore::Tree *t, *u;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  VMS_ASSERT_OK(db->openTree("u", true, &u));
+  Transaction txn(db.get());
+  VMS_ASSERT_OK(txn.put(t, "k", "v"));
+  std::atomic<bool> dropped{false};
+  std::thread dropper([&] {
+    VMS_EXPECT_OK(db->dropTree("u"));
+    dropped = true;
+  });
+  Status st;
+  vmstore::Tree* again = nullptr;
+  for (int i = 0; i < 10000; i++) {  // until the drop holds the list (at most 10 s)
+    st = db->openTree("", false, &again);
+    if (!st.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(st.code() == Status::Code::kBusy) << st.toString();
+  EXPECT_FALSE(dropped.load());
+  VMS_ASSERT_OK(txn.commit());
+  dropper.join();
+  EXPECT_TRUE(dropped.load());
+  VMS_EXPECT_OK(db->openTree("", false, &again));
+  EXPECT_EQ(again, t);
+  VMS_EXPECT_OK(db->close());
+}
+
 TEST(CppTransaction, TwoTransactionsWaitingForEachOtherEndWithBusyForOne) {
   std::string dir = freshDir();
   auto db = openDb(dir, "pool_size=64M,durability=async");
