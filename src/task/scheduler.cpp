@@ -202,20 +202,7 @@ struct Scheduler::Impl {
     Task* task;
     const std::atomic<uint32_t>* word;
     uint32_t old;
-    const StallHook* stall;
   };
-
-  // No task can go on: tells each distinct stall hook of the parked tasks (they are
-  // few: a parked task's hook is usually its neighbour's).
-  void tellStalled() {
-    const StallHook* told[4];
-    size_t n = 0;
-    for (const Parked& p : parked) {
-      if (p.stall == nullptr || std::find(told, told + n, p.stall) != told + n) continue;
-      p.stall->fn(p.stall->ctx);
-      if (n < std::size(told)) told[n++] = p.stall;
-    }
-  }
 
   // Makes the parked tasks whose word changed ready again.
   void wakeParked() {
@@ -327,15 +314,6 @@ void Scheduler::run() {
       impl->resume(t);
     }
     bool idle = impl->ready.empty() || (round > 0 && impl->onlyWaiting);
-    if (idle && !impl->parked.empty()) {
-      const size_t before = impl->ready.size();
-      impl->wakeParked();  // a word may have changed during the round
-      if (impl->ready.size() > before) {
-        idle = false;
-      } else {
-        impl->tellStalled();
-      }
-    }
     if (idle && impl->inFlight == 0 && impl->unsubmitted == 0) {
       if (!impl->ready.empty()) {
         sched_yield();  // tasks wait for another thread: let it run
@@ -359,9 +337,9 @@ void Scheduler::yield() {
 
 void Scheduler::waiting() { impl_->wait(); }
 
-void Scheduler::waitChange(const std::atomic<uint32_t>& word, uint32_t old, const StallHook* stall) {
+void Scheduler::waitChange(const std::atomic<uint32_t>& word, uint32_t old) {
   if (word.load(std::memory_order_acquire) != old) return;
-  impl_->parked.push_back({impl_->running, &word, old, stall});
+  impl_->parked.push_back({impl_->running, &word, old});
   impl_->waited = true;
   impl_->suspend();
 }

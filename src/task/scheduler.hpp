@@ -27,12 +27,6 @@
 //   between rounds. When every task of the thread waits so and no request is in flight,
 //   the thread sleeps on the word (std::atomic::wait) if they all wait on one word,
 //   else it yields the CPU between looks. A spurious return is allowed: callers loop.
-//   stall (optional): whoever will change the word learns that this thread has run dry.
-//   When no task of the thread can go on (none ready, or every one only waiting) and
-//   at least one is parked, the thread calls stall->fn(stall->ctx) for each distinct
-//   hook of its parked tasks, outside any task, before it blocks or yields. A hook must
-//   be short and must not block (it wakes someone). A group commit uses it to flush as
-//   soon as a thread has nothing left to run, and not sooner.
 // - Each task switch swaps the thread's C++ exception-handling state, so a task may
 //   suspend inside a catch handler.
 // - Stacks are stackBytes each (default kStackBytes), taken from a pool the scheduler
@@ -51,12 +45,6 @@
 #include <memory>
 
 namespace vmstore::internal::task {
-
-// What a parked task's waker wants to know: this thread has nothing left to run.
-struct StallHook {
-  void (*fn)(void* ctx);
-  void* ctx;
-};
 
 struct SchedulerStats {
   uint64_t tasks = 0;        // tasks run to completion
@@ -82,7 +70,7 @@ class Scheduler {
   static Scheduler* current();
   void yield();
   void waiting();
-  void waitChange(const std::atomic<uint32_t>& word, uint32_t old, const StallHook* stall = nullptr);
+  void waitChange(const std::atomic<uint32_t>& word, uint32_t old);
   ssize_t pread(int fd, void* buf, size_t n, uint64_t off);
   // Inside a task: fdatasync(fd) through the ring, suspending the task; 0 or -errno.
   int fdatasync(int fd);

@@ -552,7 +552,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
       uint32_t events = flushEvents_.load(std::memory_order_acquire);
       if (failed_.load(std::memory_order_acquire)) return failure();
       if (durable_.load(std::memory_order_acquire) >= lsn) break;
-      s->waitChange(flushEvents_, events, &stallHook_);
+      s->waitChange(flushEvents_, events);
     }
     return Status::OK();
   }
@@ -656,47 +656,15 @@ void OpLog::committerLoop() {
     return !failed_.load(std::memory_order_acquire) &&
            requested_.load(std::memory_order_seq_cst) > durable_.load(std::memory_order_acquire);
   };
-  // Group commit: before a flush, more commits may join it for twice as long as the last
-  // flush took (at most kMaxGatherWindow), and not at all once a thread whose tasks wait
-  // for it has nothing else left to run. Flushes fall to a third or less of back to back
-  // ones while commits keep coming, so each costs its system calls, interrupt and
-  // wake-ups over more commits; a commit waits at most the window longer, and none at all
-  // when nothing else could run meanwhile (one task alone).
-  std::chrono::nanoseconds lastFlush{0};
   while (!stopCommitter_.load(std::memory_order_acquire)) {
     const uint32_t seq = requestSeq_.load(std::memory_order_acquire);
     if (wanted()) {
-      gatherGroup(std::min(2 * lastFlush, kMaxGatherWindow));
-      // A thread that ran dry before this point waits for a record this flush takes.
-      stalled_.exchange(false, std::memory_order_acq_rel);
-      const auto start = std::chrono::steady_clock::now();
       (void)waitDurable(requested_.load(std::memory_order_acquire));  // flushes, or waits for one
-      lastFlush = std::chrono::steady_clock::now() - start;
       continue;
     }
     committerAsleep_.store(true, std::memory_order_seq_cst);
     if (!wanted() && !stopCommitter_.load(std::memory_order_acquire)) requestSeq_.wait(seq, std::memory_order_acquire);
     committerAsleep_.store(false, std::memory_order_relaxed);
-  }
-}
-
-void OpLog::gatherGroup(std::chrono::nanoseconds window) {
-  if (window.count() <= 0 || stalled_.load(std::memory_order_acquire)) return;
-  const auto deadline = std::chrono::steady_clock::now() + window;
-  std::unique_lock g(gatherMutex_);
-  gathering_.store(true, std::memory_order_seq_cst);
-  const bool cutShort = gatherWake_.wait_until(g, deadline, [&] {
-    return stalled_.load(std::memory_order_seq_cst) || stopCommitter_.load(std::memory_order_acquire);
-  });
-  gathering_.store(false, std::memory_order_relaxed);
-  if (!cutShort) windowsWaitedOut_.fetch_add(1, std::memory_order_relaxed);
-}
-
-void OpLog::onStall(void* ctx) {
-  OpLog* log = static_cast<OpLog*>(ctx);
-  if (!log->stalled_.exchange(true, std::memory_order_seq_cst) && log->gathering_.load(std::memory_order_seq_cst)) {
-    { std::lock_guard g(log->gatherMutex_); }
-    log->gatherWake_.notify_one();
   }
 }
 
@@ -749,8 +717,6 @@ Status OpLog::close() {
     stopCommitter_.store(true, std::memory_order_release);
     requestSeq_.fetch_add(1, std::memory_order_seq_cst);
     requestSeq_.notify_all();
-    { std::lock_guard g(gatherMutex_); }
-    gatherWake_.notify_all();
     committer_.join();
     stopCommitter_.store(false, std::memory_order_relaxed);
   }

@@ -63,7 +63,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -74,7 +73,6 @@
 #include <vector>
 
 #include "sync/spin_mutex.hpp"
-#include "task/scheduler.hpp"
 #include "vmstore/options.hpp"
 #include "vmstore/status.hpp"
 #include "wal/log_record.hpp"
@@ -136,8 +134,6 @@ class OpLog {
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }  // this interval
   uint64_t fileBytes() const;  // both files and the ring
   uint64_t flushes() const { return flushes_.load(std::memory_order_relaxed); }
-  // Committer flushes whose group gathered for the whole window (no task thread ran dry).
-  uint64_t windowsWaitedOut() const { return windowsWaitedOut_.load(std::memory_order_relaxed); }
   std::string path() const;  // the file of the current interval
   // Stops the flusher, flushes what is not durable yet (unless durability none), closes.
   Status close();
@@ -181,11 +177,6 @@ class OpLog {
   void flusherLoop();   // async
   void preparerLoop();  // sync
   void committerLoop();  // sync: flushes for waiters inside tasks
-  // Committer: waits up to window for more commits to join the next flush (less once a
-  // task thread waiting for the flush has run dry, nothing when it already has).
-  void gatherGroup(std::chrono::nanoseconds window);
-  static constexpr std::chrono::nanoseconds kMaxGatherWindow = std::chrono::milliseconds(2);
-  static void onStall(void* ctx);  // a task thread waiting for the flush ran dry
   void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
 
   Options options_;
@@ -237,14 +228,6 @@ class OpLog {
   std::atomic<bool> committerAsleep_{false};
   std::atomic<bool> stopCommitter_{false};
   std::thread committer_;
-  // The group a committer flush takes: it waits until a thread with tasks parked on the
-  // flush has nothing else to run (stalled_, raised by stallHook_) or the window ends.
-  alignas(64) std::atomic<bool> stalled_{false};
-  std::atomic<bool> gathering_{false};  // the committer waits on gatherWake_
-  std::mutex gatherMutex_;
-  std::condition_variable gatherWake_;
-  std::atomic<uint64_t> windowsWaitedOut_{0};
-  task::StallHook stallHook_{&OpLog::onStall, this};
 
   std::thread flusher_;  // the flusher (async) or the preparer (sync)
   bool stop_ = false;  // under syncMutex_

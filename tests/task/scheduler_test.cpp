@@ -28,7 +28,6 @@
 namespace {
 
 using vmstore::internal::task::Scheduler;
-using vmstore::internal::task::StallHook;
 using vmstore::internal::task::runEach;
 
 TEST(Scheduler, RunsEveryTaskAndInterleavesAtYields) {
@@ -302,47 +301,6 @@ TEST(Scheduler, TasksWaitingForSeveralWordsAllGoOn) {
   s.run();
   changer.join();
   EXPECT_EQ(woke, 6);
-}
-
-// A stall hook is told when the thread has nothing left to run, and not before: while
-// one task still has work (it yields), the parked ones' hook is not called; once every
-// task is parked, it is called once per distinct hook (two tasks share one), on the
-// scheduler's thread, and the hook that changes the word lets them go on.
-TEST(Scheduler, AStallHookIsToldOnlyWhenNoTaskCanGoOn) {
-  Scheduler s;
-  std::atomic<uint32_t> word{0};
-  struct Counter {
-    std::atomic<uint32_t>* word;
-    int calls = 0;
-    int workLeftAtCall = -1;
-    int* workLeft;
-  };
-  int workLeft = 50;
-  Counter c{&word, 0, -1, &workLeft};
-  StallHook hook{[](void* ctx) {
-                   auto* c = static_cast<Counter*>(ctx);
-                   if (c->calls++ == 0) c->workLeftAtCall = *c->workLeft;
-                   c->word->store(1);
-                   c->word->notify_all();
-                 },
-                 &c};
-  int woke = 0;
-  for (int t = 0; t < 2; t++) {
-    s.spawn([&] {
-      while (word.load() == 0) Scheduler::current()->waitChange(word, 0, &hook);
-      woke++;
-    });
-  }
-  s.spawn([&] {
-    while (workLeft > 0) {
-      workLeft--;
-      Scheduler::current()->yield();
-    }
-  });
-  s.run();
-  EXPECT_EQ(woke, 2);
-  EXPECT_EQ(c.calls, 1);
-  EXPECT_EQ(c.workLeftAtCall, 0) << "the hook was told while a task could still go on";
 }
 
 TEST(Scheduler, BufferManagerMissesReadThroughTheRing) {

@@ -20,7 +20,6 @@
 
 #include "buffer/checksum.hpp"
 #include "os/fault_io.hpp"
-#include "task/scheduler.hpp"
 #include "unit_util.hpp"
 
 namespace vmstore::internal {
@@ -529,48 +528,6 @@ TEST(OpLog, ConcurrentCommittersShareFlushes) {
   ReplayInfo info;
   replayAll(again, 1, &info);
   EXPECT_EQ(info.records, static_cast<uint64_t>(threads * each));
-}
-
-// Group commit in task mode: the committer lets more commits join a flush for a while,
-// but not while the only task waits: its thread has nothing else to run and says so
-// (the scheduler's stall hook), so the flush starts at once. Without that, every flush
-// after the first would wait out its window. Tasks that commit together share flushes.
-TEST(OpLog, ATaskAloneDoesNotWaitForOthersToJoinItsFlush) {
-  ScratchDir dir;
-  OpLog log;
-  UNIT_ASSERT_OK(log.open(dir.str(), logOptions()));
-  UNIT_ASSERT_OK(log.startWriting(1));
-  const int commits = 60;
-  int failures = 0;
-  task::Scheduler alone;
-  alone.spawn([&] {
-    for (int i = 0; i < commits; i++) {
-      uint64_t lsn = logOne(log, LogOp{LogOpKind::kPut, "", "alone" + std::to_string(i), "v"});
-      if (lsn == 0 || !log.waitDurable(lsn).ok()) failures++;
-    }
-  });
-  alone.run();
-  EXPECT_EQ(failures, 0);
-  EXPECT_EQ(log.flushes(), static_cast<uint64_t>(commits)) << "a lone task's commits are one flush each";
-  // A thread descheduled between its commit and its stall lets a window run out; most
-  // must not (a fifth is far above what scheduling noise gives, far below all).
-  EXPECT_LE(log.windowsWaitedOut(), static_cast<uint64_t>(commits / 5));
-
-  task::Scheduler many;
-  const int tasks = 32, each = 10;
-  const uint64_t before = log.flushes();
-  for (int t = 0; t < tasks; t++) {
-    many.spawn([&, t] {
-      for (int i = 0; i < each; i++) {
-        uint64_t lsn = logOne(log, LogOp{LogOpKind::kPut, "", std::to_string(t) + ":" + std::to_string(i), "v"});
-        if (lsn == 0 || !log.waitDurable(lsn).ok()) failures++;
-      }
-    });
-  }
-  many.run();
-  EXPECT_EQ(failures, 0);
-  EXPECT_LE(log.flushes() - before, static_cast<uint64_t>(tasks * each / 4)) << "tasks committing together shared few flushes";
-  UNIT_ASSERT_OK(log.close());
 }
 
 // Without the zero-fill, whose syncs and writes would also count (its failures have
