@@ -27,27 +27,28 @@
 //   thread-local marker); what the function raises propagates with nothing changed.
 // - A TxnCore owns a vmstore::Transaction (in a TxnState). Its engine calls run with the
 //   GIL released and TxnState::call held, one thread at a time (others raise
-//   RuntimeError, as BatchCore's). The engine keeps, per thread, which databases have a
-//   transaction open on that thread (sync, close, dropTree and check return Busy there),
-//   so a transaction must end on the thread it began on: while it is open, only that
-//   thread may use it (RuntimeError elsewhere; once that thread has ended, another takes
-//   it over). A thread has at most one open transaction per database (a second could
-//   wait for the first's key locks forever), and on that thread a plain write (Tree,
+//   RuntimeError, as BatchCore's). The engine counts an open transaction as open on the
+//   thread of its last call (sync, close, dropTree and check return Busy there), and
+//   ending it on any thread clears that. The binding keeps the same owner
+//   (TxnState::owner): the thread of its first or last put/delete/get/modify. So an open
+//   transaction may go on from another thread once its owner's call has returned; that
+//   thread becomes its owner and the former one is free again. commit, abort and len
+//   work from any thread and move nothing. A thread owns at most one open transaction
+//   per database (a second could wait for the first's key locks forever: RuntimeError,
+//   when beginning one or going on with one), and on that thread a plain write (Tree,
 //   Batch, creating a tree) raises RuntimeError instead of waiting for the transaction's
 //   own locks, and sync/check/drop_tree raise BusyError before reaching the engine.
 // - Shared::openTxns lists the open transactions. Garbage collection of an open one
-//   aborts it on its thread; collected on another thread, it becomes an orphan that the
-//   owner's next call on the database aborts (or, once the owner has ended, the next
-//   call of a thread with no transaction open there). DbCore::close aborts every open
-//   transaction first (this thread's, then the others': a call in flight on one is waited
-//   for, never while holding what that call could wait for), so the engine's close never
-//   waits for one; their next call raises ClosedError. A transaction aborted on another
-//   thread than its own leaves that thread's engine bookkeeping naming the database: the
-//   closed Database is then kept allocated (a grave) while that thread lives, so that no
-//   later database reuses its address.
-// - A tree drop waits for every open transaction (the writer gate), and so may a tree
-//   creation (for a checkpoint), both holding the engine's lock of its tree list. DbCore
-//   holds Shared::treesGate exclusively across both, and a thread with an open
+//   aborts it at once, on the collecting thread. DbCore::close aborts every open
+//   transaction first, on the closing thread (a call in flight on one is waited for,
+//   never while holding what that call could wait for), so the engine's close never
+//   waits for one; their next call raises ClosedError. Nothing of an aborted transaction
+//   stays behind on any thread.
+// - A tree drop waits for every open transaction while it holds the engine's lock of its
+//   tree list; the engine's openTree then returns Busy on the thread of an open
+//   transaction instead of waiting. A tree creation may wait too (for a checkpoint, which
+//   waits for every open transaction), which the engine does not cover: DbCore holds
+//   Shared::treesGate exclusively across a creation, and a thread with an open
 //   transaction only try-locks it before the engine's openTree: BusyError instead of a
 //   deadlock. Every TreeCore of one engine tree handle shares one dropped flag, set by
 //   the drop, so the Python Database needs no lock across a drop.
@@ -211,56 +212,26 @@ bool interpreterFinalizing() {
 #endif
 }
 
-// A thread's identity for transactions: false once the thread has ended (its
-// thread-local objects destroyed, the engine's record of its open transactions too).
-// Compared by address, which no later thread reuses while a transaction holds it.
-using ThreadMark = std::shared_ptr<std::atomic<bool>>;
-
-struct ThreadLife {
-  ThreadMark alive = std::make_shared<std::atomic<bool>>(true);
-  ~ThreadLife() { alive->store(false, std::memory_order_release); }
-};
+// A thread's identity for transaction owners: a thread-local object that every owner
+// naming it keeps allocated, so that no later thread gets its address meanwhile.
+using ThreadMark = std::shared_ptr<const int>;
 
 const ThreadMark& thisThread() {
-  thread_local ThreadLife life;
-  return life.alive;
-}
-
-// Closed databases whose address a living thread's engine bookkeeping still names (a
-// transaction of that thread was aborted elsewhere): kept allocated until every such
-// thread has ended, so that no database opened later gets that address. Never freed at
-// exit (the process ends; nothing is left to write).
-struct Grave {
-  std::vector<ThreadMark> owners;
-  std::unique_ptr<vmstore::Database> db;
-};
-
-void bury(std::vector<ThreadMark> owners, std::unique_ptr<vmstore::Database> db) {
-  static auto* mutex = new std::mutex();
-  static auto* graves = new std::vector<Grave>();
-  std::vector<Grave> freed;  // destroyed after the lock is let go (declared before it)
-  std::lock_guard lock(*mutex);
-  for (size_t i = graves->size(); i-- > 0;) {
-    const auto& g = (*graves)[i];
-    if (std::none_of(g.owners.begin(), g.owners.end(), [](const ThreadMark& m) { return m->load(); })) {
-      freed.push_back(std::move((*graves)[i]));
-      graves->erase(graves->begin() + static_cast<ptrdiff_t>(i));
-    }
-  }
-  graves->push_back(Grave{std::move(owners), std::move(db)});
+  thread_local const ThreadMark mark = std::make_shared<const int>(0);
+  return mark;
 }
 
 // One vmstore::Transaction of the binding, shared by its TxnCore and, while it is open,
-// by Shared::openTxns (which alone keeps an orphan).
+// by Shared::openTxns.
 struct TxnState {
   explicit TxnState(vmstore::Database* db) : txn(db) {}
   vmstore::Transaction txn;
-  // Held (GIL released) across every engine call on txn, and by whoever ends it for
-  // another thread. Taken before Shared::gate and Shared::txnMutex.
+  // Held (GIL released) across every engine call on txn, and by close() or collection
+  // ending it. Taken before Shared::gate and Shared::txnMutex.
   std::mutex call;
-  // Under Shared::txnMutex (and set or cleared with call held too, but for a takeover):
-  ThreadMark owner;     // the thread it is open on; null while not open
-  bool orphan = false;  // its TxnCore was collected on another thread than owner
+  // Under Shared::txnMutex: the thread it is open on (see the contract); null while not
+  // open. Set and cleared with call held too; moved to a caller with the GIL held.
+  ThreadMark owner;
   // Under call: ended by close(); the next call says so (ClosedError) instead of
   // beginning a new transaction as if nothing had happened.
   bool abortedByClose = false;
@@ -282,12 +253,10 @@ struct Shared {
   std::mutex txnMutex;
   std::vector<std::shared_ptr<TxnState>> openTxns;  // under txnMutex
   std::atomic<int> openCount{0};                    // openTxns.size()
-  std::atomic<int> orphanCount{0};                  // orphans in openTxns
   bool closing = false;                             // under txnMutex: no transaction begins
-  std::vector<ThreadMark> staleOwners;              // under txnMutex: see bury()
 
-  // Held exclusively by a tree drop and a tree creation (which may wait for every open
-  // transaction); try-locked shared by a thread with an open transaction before openTree.
+  // Held exclusively by a tree creation (which may wait for every open transaction);
+  // try-locked shared by a thread with an open transaction before openTree.
   std::shared_mutex treesGate;
   // One dropped flag per engine tree handle, shared by its TreeStates; set by the drop.
   std::mutex flagsMutex;
@@ -298,16 +267,10 @@ struct Shared {
     bool release = PyGILState_Check() && !interpreterFinalizing();
     std::optional<nb::gil_scoped_release> nogil;
     if (release) nogil.emplace();
-    if (!closed && db) {
-      // Garbage-collected without close(): close here (errors are lost, as in the C++
-      // API). Only orphans can be open (a TxnCore keeps this Shared alive).
-      abortAllForClose();
-      db->close();
-    }
-    if (db && std::any_of(staleOwners.begin(), staleOwners.end(), [](const ThreadMark& m) { return m->load(); })) {
-      openTxns.clear();  // their engine transactions refer to db
-      bury(std::move(staleOwners), std::move(db));
-    }
+    // Garbage-collected without close(): close here (errors are lost, as in the C++
+    // API). No transaction is open: each TxnCore keeps this Shared alive, and aborts its
+    // transaction when collected.
+    if (!closed && db) db->close();
   }
 
   // Runs fn with the GIL released and the gate held shared; ClosedError after close().
@@ -317,7 +280,6 @@ struct Shared {
     bool wasClosed;
     {
       nb::gil_scoped_release nogil;
-      sweepOrphans();
       std::shared_lock lock(gate);
       wasClosed = closed;
       if (!wasClosed) fn();
@@ -329,16 +291,14 @@ struct Shared {
 
   // True when this thread has an open transaction of this database (txnMutex held).
   bool openHereLocked(const TxnState* except = nullptr) const {
-    const std::atomic<bool>* me = thisThread().get();
+    const int* me = thisThread().get();
     return std::any_of(openTxns.begin(), openTxns.end(),
                        [&](const auto& t) { return t.get() != except && t->owner.get() == me; });
   }
 
-  // The same with the GIL held, after this thread's orphans were aborted.
+  // The same; GIL held (txnMutex is never held long).
   bool openHere() {
     if (openCount.load(std::memory_order_acquire) == 0) return false;
-    nb::gil_scoped_release nogil;
-    sweepOrphans();
     std::lock_guard lock(txnMutex);
     return openHereLocked();
   }
@@ -380,18 +340,11 @@ struct Shared {
   // t's engine transaction has ended (t->call held): no longer open.
   void forget(const std::shared_ptr<TxnState>& t) {
     std::lock_guard lock(txnMutex);
-    ThreadMark owner = std::move(t->owner);
-    if (!owner) return;
+    if (!t->owner) return;
+    t->owner = nullptr;
     auto it = std::find(openTxns.begin(), openTxns.end(), t);
     if (it != openTxns.end()) openTxns.erase(it);
     openCount.fetch_sub(1, std::memory_order_release);
-    if (t->orphan) {
-      t->orphan = false;
-      orphanCount.fetch_sub(1, std::memory_order_release);
-    }
-    // Ended here for a thread that is still running: that thread's engine bookkeeping
-    // keeps naming this database (see bury()).
-    if (owner.get() != thisThread().get() && owner->load(std::memory_order_acquire)) staleOwners.push_back(owner);
   }
 
   bool isOpen(const TxnState& t) {
@@ -412,37 +365,9 @@ struct Shared {
     abortLocked(t, byClose);
   }
 
-  // Aborts this thread's orphans, and those of ended threads when this thread has no
-  // transaction open here (ending one here must not touch the engine's record of ours).
-  // GIL released.
-  void sweepOrphans() {
-    if (orphanCount.load(std::memory_order_acquire) == 0) return;
-    std::vector<std::shared_ptr<TxnState>> ours;
-    {
-      std::lock_guard lock(txnMutex);
-      const std::atomic<bool>* me = thisThread().get();
-      bool othersOpenHere = false;
-      for (const auto& t : openTxns) {
-        if (t->owner.get() != me) continue;
-        if (t->orphan) {
-          ours.push_back(t);
-        } else {
-          othersOpenHere = true;
-        }
-      }
-      if (!othersOpenHere) {
-        for (const auto& t : openTxns) {
-          if (t->orphan && !t->owner->load(std::memory_order_acquire)) ours.push_back(t);
-        }
-      }
-    }
-    for (const auto& t : ours) abortTxn(t, false);
-  }
-
-  // close(): no transaction begins any more, and every open one is aborted, this
-  // thread's first. A call in flight on one is waited for by trying its lock again
-  // (it may wait for another transaction's key, which ending that one frees). GIL
-  // released.
+  // close(): no transaction begins any more, and every open one is aborted here. A call
+  // in flight on one is waited for by trying its lock again (it may wait for another
+  // transaction's key, which ending that one frees). GIL released.
   void abortAllForClose() {
     {
       std::lock_guard lock(txnMutex);
@@ -453,8 +378,6 @@ struct Shared {
       {
         std::lock_guard lock(txnMutex);
         open = openTxns;
-        const std::atomic<bool>* me = thisThread().get();
-        std::stable_partition(open.begin(), open.end(), [&](const auto& t) { return t->owner.get() == me; });
       }
       if (open.empty()) return;
       bool progress = false;
@@ -1102,13 +1025,14 @@ class TxnCore {
   }
 
   // Runs fn (an engine call on t_->txn) with the GIL released and t_->call held, after
-  // the checks of the contract: one thread at a time, an open transaction only on its
-  // own thread, not inside a modify() function of this database, not after close.
+  // the checks of the contract: one thread at a time, at most one open transaction per
+  // thread (a write call moves the owner here), not inside a modify() function of this
+  // database, not after close.
   template <class Fn>
   void call(Kind kind, Fn&& fn) {
     if (modifying == s_.get()) raiseReentered();
     if (busy_) throw std::runtime_error("the transaction is in use by another thread (one thread at a time)");
-    claim();
+    if (kind == Kind::kWrite) claim();
     busy_ = true;  // only read and written with the GIL held
     Refusal refused;
     try {
@@ -1130,7 +1054,6 @@ class TxnCore {
 
   template <class Fn>
   Refusal callUnlocked(Kind kind, Fn& fn) {
-    s_->sweepOrphans();
     std::lock_guard lock(t_->call);
     if (t_->abortedByClose) {
       if (kind == Kind::kCount) return Refusal::kNone;  // nothing written; the flag stays
@@ -1163,17 +1086,13 @@ class TxnCore {
     return Refusal::kNone;
   }
 
-  // An open transaction belongs to the thread it began on; once that thread has ended,
-  // the calling thread takes it over. GIL held.
+  // A write call on an open transaction makes the calling thread its owner (the engine
+  // moves its record of it here too), unless this thread owns another one of the
+  // database. GIL held; no call on it is in flight (busy_ is false).
   void claim() {
     std::lock_guard lock(s_->txnMutex);
     const ThreadMark& me = thisThread();
     if (!t_->owner || t_->owner == me) return;
-    if (t_->owner->load(std::memory_order_acquire)) {
-      throw std::runtime_error(
-          "the transaction is open on another thread: only that thread may use it until it commits or aborts "
-          "(the engine ends a transaction on the thread it began on)");
-    }
     if (s_->openHereLocked(t_.get())) throw std::runtime_error(secondHere());
     t_->owner = me;
   }
@@ -1183,24 +1102,10 @@ class TxnCore {
            "': commit or abort it first (a second one could wait for the first one's keys forever)";
   }
 
-  // Collected: an open transaction is aborted here when it is this thread's (or its
-  // thread has ended and this one has none open here); else it becomes an orphan for its
-  // own thread, or close(), to abort. GIL held (as nanobind destroys objects).
+  // Collected: an open transaction is aborted here, on whatever thread collects it.
+  // GIL held (as nanobind destroys objects); released for the abort when it can be.
   void release() {
-    if (!t_) return;  // moved from
-    bool here = false;
-    {
-      std::lock_guard lock(s_->txnMutex);
-      if (!t_->owner) return;
-      const ThreadMark& me = thisThread();
-      if (t_->owner == me || (!t_->owner->load(std::memory_order_acquire) && !s_->openHereLocked(t_.get()))) {
-        here = true;
-      } else {
-        t_->orphan = true;
-        s_->orphanCount.fetch_add(1, std::memory_order_release);
-      }
-    }
-    if (!here) return;
+    if (!t_ || !s_->isOpen(*t_)) return;  // moved from, or not open
     if (PyGILState_Check() && !interpreterFinalizing()) {
       nb::gil_scoped_release nogil;
       s_->abortTxn(t_, false);
@@ -1286,7 +1191,8 @@ class DbCore {
   // A new TreeCore for the tree (the Python Database keeps one per name), or None when
   // the tree is missing and create is false.
   // On a thread with an open transaction: an existing tree only (creating one is a
-  // plain write), and BusyError while a drop or creation waits for the transactions.
+  // plain write), and BusyError while a drop (the engine says so) or a creation (the
+  // binding's treesGate) waits for the transactions.
   std::optional<TreeCore> tree(nb::bytes name, bool create) {
     std::string n(name.c_str(), name.size());
     const bool inTxn = s_->openHere();
@@ -1310,8 +1216,8 @@ class DbCore {
     if (gateBusy) {
       raiseError(kBusy, EBUSY,
                  "opening tree '" + n +
-                     "': a tree drop or creation is waiting for the open transactions, this thread's too: abort "
-                     "the transaction and retry");
+                     "': a tree creation is waiting for the open transactions, this thread's too: end the "
+                     "transaction, then open the tree");
     }
     if (st.isNotFound()) {
       if (inTxn && create) {
@@ -1348,8 +1254,6 @@ class DbCore {
     std::string n(name.c_str(), name.size());
     Status st;
     s_->run([&] {
-      // Held while the drop waits for the open transactions (see the contract).
-      std::unique_lock trees(s_->treesGate);
       vmstore::Tree* handle = nullptr;
       st = s_->db->openTree(n, false, &handle);  // the handle the drop retires
       if (!st.ok()) return;

@@ -2,8 +2,8 @@
 writes together. Commit and abort of every kind of write, the with block both ways, reuse,
 concurrent transfers and counters from several threads, bad input for every method, a
 closed database, a dropped tree, commit_nowait, durability across a reopen, and the
-thread rules (one thread at a time, an open transaction belongs to its thread, what that
-thread may not do meanwhile, close and garbage collection from other threads)."""
+thread rules (one thread at a time, an open transaction goes on from another thread,
+what its thread may not do meanwhile, close and garbage collection from other threads)."""
 
 import functools
 import random
@@ -500,33 +500,59 @@ def test_reopen_shows_committed_data_only(db_path):
 # --- threads -------------------------------------------------------------------------
 
 
-def test_an_open_transaction_belongs_to_its_thread(db):
+@bounded
+def test_an_open_transaction_may_go_on_from_another_thread(db):
+    """Between calls, another thread may go on with an open transaction: that thread then
+    holds it (its plain writes and sync are refused) and the first thread is free."""
     t = db.tree("t")
     txn = db.transaction()
     txn.put(t, b"k", b"v")
-    errors = []
+    seen = {}
 
     def elsewhere():
-        for call in (
-            lambda: txn.put(t, b"j", b"v"),
-            lambda: txn.get(t, b"k"),
-            lambda: txn.commit(),
-            lambda: txn.abort(),
-            lambda: len(txn),
-        ):
-            try:
-                call()
-                errors.append("no error")
-            except RuntimeError:
-                pass
-        assert "vmstore.Transaction" in repr(txn)
+        txn.put(t, b"j", b"w")
+        assert txn.get(t, b"k") == b"v" and len(txn) == 2
+        with pytest.raises(RuntimeError):
+            t[b"x"] = b"1"  # this thread holds the transaction now
+        with pytest.raises(vmstore.BusyError):
+            db.sync()
+        seen["repr"] = repr(txn)
 
     run_threads(lambda i: elsewhere(), 1)
-    assert errors == []
-    txn.commit()
+    assert "of 2 writes" in seen["repr"]
+    t[b"plain"] = b"here"  # this thread no longer holds it (another key than k and j)
+    txn.commit()  # any thread may end it
+    db.sync()
+    assert dict(t) == {b"k": b"v", b"j": b"w", b"plain": b"here"}
     # Ended: any thread may begin the next one.
-    run_threads(lambda i: (txn.put(t, b"j", b"w"), txn.commit()), 1)
-    assert dict(t) == {b"k": b"v", b"j": b"w"}
+    run_threads(lambda i: (txn.put(t, b"n", b"x"), txn.commit()), 1)
+    assert t[b"n"] == b"x"
+
+
+@bounded
+def test_a_thread_goes_on_with_one_open_transaction_at_most(db):
+    t = db.tree("t")
+    first = db.transaction()
+    handed = threading.Event()
+    finished_other = threading.Event()
+
+    def other():
+        first.put(t, b"a", b"1")
+        handed.set()
+        assert finished_other.wait(TIMEOUT)
+
+    thread = started(other)
+    assert handed.wait(TIMEOUT)
+    mine = db.transaction()
+    mine.put(t, b"b", b"2")
+    with pytest.raises(RuntimeError):
+        first.put(t, b"c", b"3")  # this thread holds one of the database already
+    mine.commit()
+    first.put(t, b"c", b"3")  # now it may go on with it here
+    first.abort()
+    finished_other.set()
+    assert finished(thread)
+    assert dict(t) == {b"b": b"2"}
 
 
 def test_one_thread_at_a_time(db):
@@ -717,9 +743,10 @@ def test_garbage_collection_aborts(db):
     t[b"plain"] = b"write"  # this thread has nothing open
 
 
+@bounded
 def test_garbage_collection_on_another_thread(db):
-    """Collected on another thread, an open transaction is aborted by its own thread's
-    next call on the database (the engine ends a transaction on its own thread)."""
+    """Collected on another thread, an open transaction is aborted at once, and the
+    thread it was open on is free: it may sync, write and begin another."""
     t = db.tree("t")
     t[b"k"] = b"before"
     handed = []
@@ -732,8 +759,9 @@ def test_garbage_collection_on_another_thread(db):
         handed.append(txn)
         del txn
         assert dropped.wait(TIMEOUT)
-        after["read"] = t.get(b"k")  # aborts the orphan first
-        t[b"plain"] = b"ok"  # nothing open on this thread any more
+        after["read"] = t.get(b"k")
+        db.sync()  # nothing open on this thread any more
+        t[b"plain"] = b"ok"
         with db.transaction() as txn:
             txn.put(t, b"k", b"owner again")
 
@@ -741,42 +769,48 @@ def test_garbage_collection_on_another_thread(db):
     while not handed:
         time.sleep(0.01)
     handed.clear()  # the last reference: collected here, on another thread
-    assert t[b"k"] == b"during"  # an orphan until its thread comes back
+    assert t[b"k"] == b"before"  # aborted at once
     dropped.set()
     assert finished(thread)
     assert after["read"] == b"before"
     assert dict(t) == {b"k": b"owner again", b"plain": b"ok"}
 
 
-def test_close_aborts_an_orphan(db_path):
+def test_abort_on_another_thread_frees_the_owner_thread(db_path):
+    """A transaction aborted on another thread than the one it is open on leaves nothing
+    behind there: that thread may sync and close the database."""
     db = vmstore.open(db_path, pool_size="16M")
     t = db.tree("t")
     t[b"k"] = b"before"
-    handed = []
-    done = threading.Event()
+    txn = db.transaction()
+    has_key = threading.Event()
+    aborted = threading.Event()
+    errors = []
 
     def owner():
-        txn = db.transaction()
-        txn.put(t, b"k", b"during")
-        handed.append(txn)
-        del txn
-        done.wait(TIMEOUT)
+        try:
+            txn.put(t, b"k", b"during")
+            has_key.set()
+            assert aborted.wait(TIMEOUT)
+            db.sync()
+            db.close()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
 
     thread = started(owner)
-    while not handed:
-        time.sleep(0.01)
-    handed.clear()
-    closer = started(db.close)
-    assert finished(closer)
-    done.set()
+    assert has_key.wait(TIMEOUT)
+    txn.abort()
+    aborted.set()
     assert finished(thread)
+    assert not errors
+    assert db.closed
     with vmstore.open(db_path, pool_size="16M") as db:
         assert db.tree("t")[b"k"] == b"before"
 
 
-def test_collecting_the_database_aborts_an_orphan(db_path):
-    """A database collected without close() while an orphan of a living thread is open:
-    the orphan is aborted (on this thread) and the database closed cleanly."""
+def test_collecting_the_database_after_a_transaction_collected_elsewhere(db_path):
+    """A transaction collected on another thread than its own, then its database
+    collected without close() while that thread lives: closed cleanly, nothing kept."""
     import gc
 
     db = vmstore.open(db_path, pool_size="16M")
@@ -795,7 +829,7 @@ def test_collecting_the_database_aborts_an_orphan(db_path):
     thread = started(owner)
     while not handed:
         time.sleep(0.01)
-    handed.clear()  # an orphan of the owner thread, which stays alive
+    handed.clear()  # aborted here, while the owner thread stays alive
     del db, t
     gc.collect()  # the Database and its trees refer to each other
     with vmstore.open(db_path, pool_size="16M") as db:  # closed: the directory lock is free
@@ -804,7 +838,7 @@ def test_collecting_the_database_aborts_an_orphan(db_path):
     assert finished(thread)
 
 
-def test_a_transaction_of_an_ended_thread_is_taken_over(db):
+def test_a_transaction_of_an_ended_thread_goes_on(db):
     t = db.tree("t")
     handed = []
 
@@ -816,18 +850,11 @@ def test_a_transaction_of_an_ended_thread_is_taken_over(db):
     thread = started(owner)
     assert finished(thread)
     txn = handed.pop()
-    # The thread's end is seen once its thread-local state is gone, just after join().
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        try:
-            txn.put(t, b"j", b"from this one")
-            break
-        except RuntimeError:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+    txn.put(t, b"j", b"from this one")
     txn.commit()
     assert dict(t) == {b"k": b"from the ended thread", b"j": b"from this one"}
     t[b"plain"] = b"ok"  # nothing is left open here
+    db.sync()
 
 
 def test_repr(db):

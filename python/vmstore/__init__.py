@@ -282,7 +282,8 @@ class Database:
         On a thread with an open :class:`Transaction` of this database a missing tree is
         not created (:class:`RuntimeError`: create trees before the transaction), and
         opening one this process has not opened yet raises :class:`BusyError` while
-        another thread's :meth:`drop_tree` waits for the open transactions."""
+        another thread's :meth:`drop_tree` or tree creation waits for the open
+        transactions."""
         encoded = _tree_name(name)
         # No lock is held across an engine call: a drop_tree on another thread may wait
         # for a transaction of the calling thread, which must be able to go on.
@@ -545,21 +546,23 @@ class Transaction:
     one.
 
     Threads: every engine call releases the GIL; one thread at a time uses a
-    transaction (:class:`RuntimeError` otherwise), and an open transaction belongs to
-    the thread it began on: others raise :class:`RuntimeError` until it commits or
-    aborts (or that thread ends). A thread has at most one open transaction per
-    database (:class:`RuntimeError`). While it is open, that thread must not write to
-    the database except through it: ``tree[key] = value``, ``del``, :meth:`Tree.modify`,
+    transaction (:class:`RuntimeError` otherwise). An open transaction is open on the
+    thread of its last ``put``, ``delete``, ``get`` or ``modify``: it may go on from
+    another thread between calls (that thread then holds it, and the former one is free
+    again), and any thread may commit or abort it. A thread holds at most one open
+    transaction per database (:class:`RuntimeError` when beginning or going on with a
+    second). While it holds one, that thread must not write to the database except
+    through it: ``tree[key] = value``, ``del``, :meth:`Tree.modify`,
     :meth:`Tree.clear`, :meth:`Batch.write` and creating a tree raise
     :class:`RuntimeError` (they could wait for the transaction's own locks forever), and
     :meth:`Database.sync`, :meth:`Database.check` and :meth:`Database.drop_tree` raise
     :class:`BusyError`. Reads are fine, but do not write through the transaction to a
     key of a leaf whose value this thread holds with :meth:`Tree.view`.
 
-    Ending: garbage collection of an open transaction aborts it (collected on another
-    thread, it is aborted by its own thread's next call on the database, or by
-    :meth:`Database.close`). :meth:`Database.close` aborts every open transaction of the
-    database, on any thread; the next call of each raises :class:`ClosedError`.
+    Ending: garbage collection of an open transaction aborts it at once, on whatever
+    thread collects it. :meth:`Database.close` aborts every open transaction of the
+    database, whichever thread holds it; the next call of each raises
+    :class:`ClosedError`.
     """
 
     __slots__ = ("_core", "_db", "__weakref__")
