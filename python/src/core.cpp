@@ -527,6 +527,64 @@ class Cursor {
 };
 
 // ----------------------------------------------------------------------------------------
+// PyModify: a Python modify() function as the engine's update function (Tree::update,
+// Transaction::update). fn(value or None) returns bytes-like (stored), None (deleted) or
+// KEEP (left). The engine calls it with the GIL released and the key's lock held: it
+// takes the GIL, marks this thread as running a modify() of the database (so that its
+// calls back into the database raise instead of deadlocking), and keeps what fn raised
+// for result(), which runs after the engine call with the GIL held.
+class PyModify {
+ public:
+  PyModify(nb::handle fn, const Shared* db) : fn_(fn), db_(db) {}
+
+  vmstore::Change operator()(std::optional<std::string_view> current) {
+    nb::gil_scoped_acquire gil;
+    stored_.reset();
+    returned_.reset();
+    raised_.reset();
+    const Shared* outer = modifying;
+    modifying = db_;
+    struct Restore {
+      const Shared* outer;
+      ~Restore() { modifying = outer; }
+    } restore{outer};
+    try {
+      seen_ = current ? nb::object(toBytes(*current)) : nb::none();
+      returned_ = fn_(*seen_);
+      if (returned_->is(keepMarker)) return vmstore::Change::keep();
+      if (returned_->is_none()) return vmstore::Change::del();
+      stored_.emplace(*returned_, "the value a modify() function returns");
+      return vmstore::Change::put(stored_->view());
+    } catch (nb::python_error& e) {
+      raised_.emplace(std::move(e));
+      return vmstore::Change::abort(Status::InvalidArgument("the function raised"));
+    }
+  }
+
+  // The engine call's status st (of tree `tree`) as Python sees it: what fn raised, a
+  // dropped tree's ClosedError, the status's exception, or the value after the call
+  // (bytes or None).
+  nb::object result(const Status& st, const std::string& tree) {
+    if (raised_) throw std::move(*raised_);
+    if (st.isNotFound()) raiseClosed("tree '" + tree + "' was dropped");
+    if (!st.ok()) raiseStatus(st);
+    if (!returned_ || returned_->is(keepMarker)) return seen_ ? *seen_ : nb::none();
+    if (returned_->is_none()) return nb::none();
+    if (PyBytes_CheckExact(returned_->ptr())) return *returned_;
+    return toBytes(stored_->view());
+  }
+
+ private:
+  nb::handle fn_;
+  const Shared* db_;
+  // What the last call of fn saw and returned: released with the GIL held, after the
+  // engine call.
+  std::optional<nb::object> seen_, returned_;
+  std::optional<BytesArg> stored_;  // returned's bytes, pinned until the engine copied them
+  std::optional<nb::python_error> raised_;
+};
+
+// ----------------------------------------------------------------------------------------
 // TreeCore
 
 class TreeCore {
@@ -747,43 +805,10 @@ class TreeCore {
     s_->shared->refuseWriteInTxn("Tree.modify");
     BytesArg k(key, "key");
     if (!PyCallable_Check(fn.ptr())) throw nb::type_error("modify() needs a callable");
-    // What the last call of fn saw and returned: released with the GIL held, after run().
-    std::optional<nb::object> seen, returned;
-    std::optional<BytesArg> stored;  // returned's bytes, pinned until the engine copied them
-    std::optional<nb::python_error> raised;
+    PyModify m(fn, s_->shared.get());
     Status st;
-    s_->shared->run([&] {
-      st = s_->tree->update(k.view(), [&](std::optional<std::string_view> current) {
-        nb::gil_scoped_acquire gil;
-        stored.reset();
-        returned.reset();
-        raised.reset();
-        const Shared* outer = modifying;
-        modifying = s_->shared.get();
-        struct Restore {
-          const Shared* outer;
-          ~Restore() { modifying = outer; }
-        } restore{outer};
-        try {
-          seen = current ? nb::object(toBytes(*current)) : nb::none();
-          returned = fn(*seen);
-          if (returned->is(keepMarker)) return vmstore::Change::keep();
-          if (returned->is_none()) return vmstore::Change::del();
-          stored.emplace(*returned, "the value a modify() function returns");
-          return vmstore::Change::put(stored->view());
-        } catch (nb::python_error& e) {
-          raised.emplace(std::move(e));
-          return vmstore::Change::abort(Status::InvalidArgument("the function raised"));
-        }
-      });
-    });
-    if (raised) throw std::move(*raised);
-    if (st.isNotFound()) raiseClosed("tree '" + s_->name + "' was dropped");
-    if (!st.ok()) raiseStatus(st);
-    if (!returned || returned->is(keepMarker)) return seen ? *seen : nb::none();
-    if (returned->is_none()) return nb::none();
-    if (PyBytes_CheckExact(returned->ptr())) return *returned;
-    return toBytes(stored->view());
+    s_->shared->run([&] { st = s_->tree->update(k.view(), [&](std::optional<std::string_view> cur) { return m(cur); }); });
+    return m.result(st, s_->name);
   }
 
   bool dropped() const { return s_->isDropped(); }
@@ -949,42 +974,10 @@ class TxnCore {
     const TreeState& ts = admit(tree);
     BytesArg k(key, "key");
     if (!PyCallable_Check(fn.ptr())) throw nb::type_error("modify() needs a callable");
-    std::optional<nb::object> seen, returned;
-    std::optional<BytesArg> stored;
-    std::optional<nb::python_error> raised;
+    PyModify m(fn, s_.get());
     Status st;
-    call(Kind::kWrite, [&] {
-      st = t_->txn.update(ts.tree, k.view(), [&](std::optional<std::string_view> current) {
-        nb::gil_scoped_acquire gil;
-        stored.reset();
-        returned.reset();
-        raised.reset();
-        const Shared* outer = modifying;
-        modifying = s_.get();
-        struct Restore {
-          const Shared* outer;
-          ~Restore() { modifying = outer; }
-        } restore{outer};
-        try {
-          seen = current ? nb::object(toBytes(*current)) : nb::none();
-          returned = fn(*seen);
-          if (returned->is(keepMarker)) return vmstore::Change::keep();
-          if (returned->is_none()) return vmstore::Change::del();
-          stored.emplace(*returned, "the value a modify() function returns");
-          return vmstore::Change::put(stored->view());
-        } catch (nb::python_error& e) {
-          raised.emplace(std::move(e));
-          return vmstore::Change::abort(Status::InvalidArgument("the function raised"));
-        }
-      });
-    });
-    if (raised) throw std::move(*raised);
-    if (st.isNotFound()) raiseClosed("tree '" + ts.name + "' was dropped");
-    if (!st.ok()) raiseStatus(st);
-    if (!returned || returned->is(keepMarker)) return seen ? *seen : nb::none();
-    if (returned->is_none()) return nb::none();
-    if (PyBytes_CheckExact(returned->ptr())) return *returned;
-    return toBytes(stored->view());
+    call(Kind::kWrite, [&] { st = t_->txn.update(ts.tree, k.view(), [&](std::optional<std::string_view> cur) { return m(cur); }); });
+    return m.result(st, ts.name);
   }
 
   // Commits and ends the transaction (a failed commit ends it too, undone). wait=false:
