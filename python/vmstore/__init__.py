@@ -409,6 +409,14 @@ class Database:
 # Batches
 
 
+def _tree_core(tree: Any, user: str) -> Any:
+    """The core handle of ``tree`` for a batch or transaction (``user``): TypeError for
+    anything but a :class:`Tree`."""
+    if not isinstance(tree, Tree):
+        raise TypeError(f"{user} tree must be a vmstore.Tree, not {type(tree).__name__}")
+    return tree._core
+
+
 class Batch:
     """Puts and deletes on trees of one database, applied together by :meth:`write`, all
     or nothing. Made by :meth:`Database.batch`.
@@ -449,9 +457,7 @@ class Batch:
         return self._db
 
     def _tree_core(self, tree: Any) -> Any:
-        if not isinstance(tree, Tree):
-            raise TypeError(f"batch tree must be a vmstore.Tree, not {type(tree).__name__}")
-        return tree._core
+        return _tree_core(tree, "batch")
 
     def put(self, tree: Tree, key: BytesLike, value: BytesLike) -> None:
         """Adds ``tree[key] = value`` to the batch (inserts or replaces when written)."""
@@ -578,9 +584,7 @@ class Transaction:
         return self._db
 
     def _tree_core(self, tree: Any) -> Any:
-        if not isinstance(tree, Tree):
-            raise TypeError(f"transaction tree must be a vmstore.Tree, not {type(tree).__name__}")
-        return tree._core
+        return _tree_core(tree, "transaction")
 
     def put(self, tree: "Tree", key: BytesLike, value: BytesLike) -> None:
         """``tree[key] = value`` under the transaction: applied now, visible to
