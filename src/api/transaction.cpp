@@ -59,8 +59,13 @@ struct OpenHere {
     return static_cast<size_t>(std::count(dbs.begin(), dbs.end(), db));
   }
 };
+thread_local OpenHere* tHere = nullptr;  // this thread's list once openHere() made it
 const std::shared_ptr<OpenHere>& openHere() {
-  thread_local const std::shared_ptr<OpenHere> here = std::make_shared<OpenHere>();
+  thread_local const std::shared_ptr<OpenHere> here = [] {
+    auto made = std::make_shared<OpenHere>();
+    tHere = made.get();
+    return made;
+  }();
   return here;
 }
 
@@ -91,7 +96,7 @@ Status busyLog() {
 
 }  // namespace
 
-bool DatabaseImpl::transactionOpenHere() const { return openHere()->count(this) > 0; }
+bool DatabaseImpl::transactionOpenHere() const { return tHere != nullptr && tHere->count(this) > 0; }
 
 class TxnImpl {
  public:
@@ -172,6 +177,7 @@ Status TxnImpl::check(TreeImpl* t, std::string_view key) {
   if (t == nullptr) return Status::InvalidArgument("tree is null");
   if (t->db != db_) return Status::InvalidArgument("the tree is of another database than the transaction");
   if (Status bad = validateKey(key); !bad.ok()) return bad;
+  if (entered_ && here_.get() == tHere) [[likely]] return Status::OK();  // open, called from its thread
   try {
     const std::shared_ptr<OpenHere>& here = openHere();
     if (!entered_) {
@@ -184,8 +190,8 @@ Status TxnImpl::check(TreeImpl* t, std::string_view key) {
       }
       entered_ = true;
       listed_ = true;
-      here_ = here;
-    } else if (here_ != here) {  // called from another thread than the last call: moves here
+      if (here_ != here) here_ = here;
+    } else {  // called from another thread than the last call: moves here
       here->add(db_);
       here_->remove(db_);
       here_ = here;
