@@ -334,7 +334,9 @@ TEST(BenchDurability, VmstoreTransactionWritesInPlaceCommitsOnceAndAbortPutsBack
     EXPECT_EQ(engine->stats().logBytes, logBefore) << "logged before the commit";
     s->commit();
     EXPECT_GT(engine->stats().logBytes, logBefore);
-    if (d == Durability::kSync) EXPECT_LE(engine->stats().logSyncs - syncsBefore, 2u) << "one record, one group commit";
+    if (d == Durability::kSync) {
+      EXPECT_LE(engine->stats().logSyncs - syncsBefore, 2u) << "one record, one group commit";
+    }
     s->begin();
     s->put(0, "h", "dropped");
     s->del(0, "a");
