@@ -349,12 +349,16 @@ int vms_wait_durable(vms_db* db, uint64_t commit);
  *   itself; the transaction stays open: commit or abort it.
  * - A tree of another database: VMS_EINVAL. Keys and values as for vms_put; a write
  *   whose log record would pass a sixteenth of log_size: VMS_ETOOBIG (use vms_put).
- * - While a transaction is open on a thread, that thread must not write to its
- *   database with plain calls (vms_put, vms_delete, vms_update, vms_write): they may wait
- *   for it forever. vms_sync, vms_close and vms_tree_drop return VMS_EBUSY on that
- *   thread (the thread of the transaction's last call: a handle may go on from another
- *   thread), and so does vms_tree_open while a vms_tree_drop on another thread waits for
- *   the transaction; vms_close from another thread waits for open transactions. */
+ * - A transaction is open in the thread (or task: vms_tasks_*) of its last call; a
+ *   handle may go on from another. There, plain writes to its database (vms_put,
+ *   vms_delete, vms_update, vms_write, vms_write_nowait, vms_put_reserve, creating a tree
+ *   with vms_tree_open) return VMS_EBUSY and write nothing, since they could wait for
+ *   the transaction's own locks forever: write through the transaction, or end it first.
+ *   Other threads, and other tasks of that thread, write as usual (on the transaction's
+ *   keys they wait for its end). vms_sync, vms_close and vms_tree_drop return VMS_EBUSY
+ *   in a thread where any task holds an open transaction of the database, and so does
+ *   vms_tree_open while a vms_tree_drop on another thread waits for the transaction;
+ *   vms_close from another thread waits for open transactions. */
 typedef struct vms_txn vms_txn;
 int vms_txn_new(vms_db* db, vms_txn** txn);
 int vms_txn_put(vms_txn* txn, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);

@@ -34,13 +34,17 @@
 //   gate (it cannot let a checkpoint cut): abort, and the retry makes the room.
 // - Limits: keys and values as for Tree::put. A write whose log record would pass a
 //   sixteenth of log_size is refused (TooBig; write such a value with Tree::put).
-// - While a transaction is open on a thread, that thread must not write to its database
-//   with plain calls (Tree::put, del, update, Database::write): one of the
-//   transaction's keys, or a write that needs a checkpoint, would wait for the
-//   transaction forever. Reads are fine. Database::sync, close, dropTree and check
-//   return Busy on a thread that holds an open transaction of that database (the thread
-//   of its last call); so does openTree there while a dropTree on another thread waits
-//   for the transaction. close from another thread waits for open transactions to end.
+// - A transaction is held by the caller of its last call: a thread, or a task
+//   (TaskPool) inside one. There, plain writes to its database (Tree::put, del, update,
+//   putReserve, Database::write, writeNoWait, openTree creating a tree) return Busy and
+//   write nothing: one of the transaction's keys, or a write that needs a checkpoint,
+//   would wait for the transaction forever. Write through the transaction, or end it
+//   first. Reads are fine; other threads, and other tasks of the same thread, write as
+//   usual (waiting, on the transaction's keys, for its end). Database::sync, close,
+//   dropTree and check return Busy on a thread where any caller holds an open
+//   transaction of that database; so does openTree there while a dropTree on another
+//   thread waits for the transaction. close from another thread waits for open
+//   transactions to end.
 // - Not with the read-only database of a failed sync (IOError, as every write).
 #pragma once
 

@@ -2,6 +2,7 @@
 #include "api/decided_change.hpp"
 #include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
+#include "api/open_here.hpp"
 #include "api/write_scratch.hpp"
 
 #include <algorithm>
@@ -612,7 +613,7 @@ void DatabaseImpl::checkpointerLoop() {
 }
 
 Status DatabaseImpl::sync() {
-  if (transactionOpenHere()) return openTransactionStatus();
+  if (anyHere(this)) return openTransactionStatus();
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   return checkpoint();
@@ -620,7 +621,7 @@ Status DatabaseImpl::sync() {
 
 Status DatabaseImpl::close() {
   if (released_) return Status::OK();
-  if (transactionOpenHere()) return openTransactionStatus();
+  if (anyHere(this)) return openTransactionStatus();
   gate_.close();  // waits for the calls in flight; later ones are refused
   {
     std::lock_guard g(checkpointerMutex_);
@@ -692,7 +693,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   std::unique_lock<std::mutex> g(treesMutex_, std::defer_lock);
-  if (transactionOpenHere()) {
+  if (anyHere(this)) {
     // A drop holds the tree list while it waits for this thread's transaction to end.
     while (!g.try_lock()) {
       if (dropsWaiting_.load(std::memory_order_acquire) > 0) {
@@ -736,7 +737,7 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
-  if (transactionOpenHere()) return openTransactionStatus();
+  if (anyHere(this)) return openTransactionStatus();
   // Up while this drop holds the tree list and waits (for open transactions among
   // others): openTree on a thread with one refuses instead of waiting for the list.
   dropsWaiting_.fetch_add(1, std::memory_order_acq_rel);
@@ -821,7 +822,7 @@ Stats DatabaseImpl::stats() {
 }
 
 Status DatabaseImpl::check(std::vector<std::string>* problems) {
-  if (transactionOpenHere()) return openTransactionStatus();
+  if (anyHere(this)) return openTransactionStatus();
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
   auto cg = task::lock(checkpointMutex_);
@@ -896,6 +897,7 @@ Status DatabaseImpl::writeUnder(std::span<const LogOp> ops, KeyLock keyLock, Sta
                                 Fn&& change, size_t lateValueBytes, uint64_t* commit) {
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
+  if (heldHere(this)) [[unlikely]] return plainWriteInTransactionStatus();
   Status st;
   if (!writesClear()) [[unlikely]] {
     st = (this->*allowed)();
@@ -1196,6 +1198,7 @@ Status DatabaseImpl::update(TreeImpl* t, std::string_view key, Tree::UpdateFn fn
   if (fn == nullptr) return Status::InvalidArgument("the update function is null");
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
+  if (heldHere(this)) [[unlikely]] return plainWriteInTransactionStatus();
   if (!writesClear()) [[unlikely]] {
     if (Status refused = writable(); !refused.ok()) return refused;
   }

@@ -153,12 +153,17 @@ class DatabaseImpl {
   // durability mode makes a write when its call returns.
   Status waitDurable(uint64_t commit);
 
-  // A transaction (api/transaction.cpp) of this database is open on this thread (its
-  // last call came from here): sync, close, dropTree and check refuse (Busy), as they
-  // would wait for it forever; so does openTree while a drop waits for it.
-  bool transactionOpenHere() const;
+  // A transaction (api/transaction.cpp) of this database is open on this thread
+  // (api/open_here.hpp, anyHere): sync, close, dropTree and check refuse, as they would
+  // wait for it forever; so does openTree while a drop waits for it.
   static Status openTransactionStatus() {
     return Status::Busy("a transaction of this database is open on this thread: commit or abort it first");
+  }
+  // ... open in this very thread or task (heldHere): its plain writes refuse.
+  static Status plainWriteInTransactionStatus() {
+    return Status::Busy(
+        "a transaction of this database is open in this thread: write through the transaction, or commit or "
+        "abort it first");
   }
 
   BufferManager& bufferManager() { return *bm_; }

@@ -28,6 +28,7 @@
 #include "api/decided_change.hpp"
 #include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
+#include "api/open_here.hpp"
 #include "api/validate.hpp"
 #include "sync/spin_mutex.hpp"
 #include "task/cooperative.hpp"
@@ -37,37 +38,6 @@
 namespace vmstore::internal {
 
 namespace {
-
-// The databases of the open transactions whose last call came from one thread, one
-// entry per transaction: sync, close, dropTree, check and openTree ask the calling
-// thread's (DatabaseImpl::transactionOpenHere). A transaction called from another thread
-// moves its entry there (TxnImpl::check) and ends it where it is, so each thread's list
-// is shared (its mutex), and outlives the thread while a transaction points at it.
-struct OpenHere {
-  SpinMutex mutex;
-  std::vector<const DatabaseImpl*> dbs;
-  void add(const DatabaseImpl* db) {
-    std::lock_guard g(mutex);
-    dbs.push_back(db);
-  }
-  void remove(const DatabaseImpl* db) {
-    std::lock_guard g(mutex);
-    if (auto it = std::find(dbs.begin(), dbs.end(), db); it != dbs.end()) dbs.erase(it);
-  }
-  size_t count(const DatabaseImpl* db) {
-    std::lock_guard g(mutex);
-    return static_cast<size_t>(std::count(dbs.begin(), dbs.end(), db));
-  }
-};
-thread_local OpenHere* tHere = nullptr;  // this thread's list once openHere() made it
-const std::shared_ptr<OpenHere>& openHere() {
-  thread_local const std::shared_ptr<OpenHere> here = [] {
-    auto made = std::make_shared<OpenHere>();
-    tHere = made.get();
-    return made;
-  }();
-  return here;
-}
 
 // A transaction that holds a key lock waits 2 to 6 ms for another before Busy, varied so
 // that two transactions waiting for each other seldom both give up. Short: a cycle (keys
@@ -96,7 +66,6 @@ Status busyLog() {
 
 }  // namespace
 
-bool DatabaseImpl::transactionOpenHere() const { return tHere != nullptr && tHere->count(this) > 0; }
 
 class TxnImpl {
  public:
@@ -159,7 +128,8 @@ class TxnImpl {
   DatabaseImpl* db_;
   bool entered_ = false;  // the call gate
   std::shared_ptr<OpenHere> here_;  // the list of the thread of the last call
-  bool listed_ = false;             // db_ is in here_ (from the first call to the end)
+  OpenHere::Entry entry_{};         // the last call's caller (db_, its task)
+  bool listed_ = false;             // entry_ is in here_ (from the first call to the end)
   bool gateHeld_ = false;
   std::vector<KeySlot> held_;  // in the order taken, each once
   std::vector<Op> ops_;
@@ -177,13 +147,16 @@ Status TxnImpl::check(TreeImpl* t, std::string_view key) {
   if (t == nullptr) return Status::InvalidArgument("tree is null");
   if (t->db != db_) return Status::InvalidArgument("the tree is of another database than the transaction");
   if (Status bad = validateKey(key); !bad.ok()) return bad;
-  if (entered_ && here_.get() == tHere) [[likely]] return Status::OK();  // open, called from its thread
+  if (entered_ && here_.get() == detail::tOpenHere && entry_.task == task::Scheduler::runningTask()) [[likely]] {
+    return Status::OK();  // open, called again by the same caller
+  }
   try {
     const std::shared_ptr<OpenHere>& here = openHere();
+    const OpenHere::Entry entry = callerEntry(db_);
     if (!entered_) {
       if (!db_->gate_.enter()) return DatabaseImpl::closedStatus();
       try {
-        here->add(db_);
+        here->add(entry);
       } catch (...) {
         db_->gate_.leave();
         throw;
@@ -191,11 +164,12 @@ Status TxnImpl::check(TreeImpl* t, std::string_view key) {
       entered_ = true;
       listed_ = true;
       if (here_ != here) here_ = here;
-    } else {  // called from another thread than the last call: moves here
-      here->add(db_);
-      here_->remove(db_);
+    } else {  // called from another thread or task than the last call: moves here
+      here->add(entry);
+      here_->remove(entry_);
       here_ = here;
     }
+    entry_ = entry;
   } catch (const std::bad_alloc&) {
     return Status::NoMemory("no memory to begin a transaction");
   }
@@ -493,7 +467,7 @@ void TxnImpl::end() {
   ops_.clear();
   bytes_.clear();
   if (listed_) {
-    here_->remove(db_);  // here_ is kept for the next transaction
+    here_->remove(entry_);  // here_ is kept for the next transaction
     listed_ = false;
   }
   if (entered_) {

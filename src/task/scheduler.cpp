@@ -109,6 +109,7 @@ struct Scheduler::Impl {
   void resume(Task* t) {
     running = t;
     waited = false;
+    const void* outerTask = std::exchange(detail::tRunningTask, t);
     EhGlobals* eh = threadEh();
     EhGlobals mine = *eh;
     *eh = t->eh;
@@ -118,6 +119,7 @@ struct Scheduler::Impl {
     t->fiber = std::move(t->fiber).resume();
     t->eh = *eh;
     *eh = mine;
+    detail::tRunningTask = outerTask;
     running = nullptr;
     if (!waited) onlyWaiting = false;  // it got somewhere: ran, finished, or queued a read
     stats.switches++;

@@ -13,6 +13,9 @@
 // - current() is the scheduler whose task is running on the calling thread, or nullptr
 //   outside tasks. The engine's blocking points ask it: inside a task they suspend the
 //   task instead of blocking the thread.
+// - runningTask() names the task running on the calling thread (an identity to compare,
+//   never to dereference; a finished task's may name a later one), or nullptr outside
+//   tasks: for state the layers above keep per caller, a task being a caller of its own.
 // - pread() (inside a task): queues an io_uring read and suspends the task until it
 //   completes; returns the bytes read or -errno, like the system call. Without
 //   liburing (or when the ring could not be set up) it is a plain blocking pread.
@@ -46,6 +49,10 @@
 
 namespace vmstore::internal::task {
 
+namespace detail {
+inline thread_local const void* tRunningTask = nullptr;  // Scheduler::runningTask()
+}  // namespace detail
+
 struct SchedulerStats {
   uint64_t tasks = 0;        // tasks run to completion
   uint64_t switches = 0;     // task resumptions
@@ -68,6 +75,7 @@ class Scheduler {
   void run();
 
   static Scheduler* current();
+  static const void* runningTask() { return detail::tRunningTask; }
   void yield();
   void waiting();
   void waitChange(const std::atomic<uint32_t>& word, uint32_t old);

@@ -18,6 +18,7 @@
 #include "../e2e/test_util.hpp"
 #include "os/fault_io.hpp"
 #include "sync/key_locks.hpp"
+#include "task/scheduler.hpp"
 #include "vmstore.h"
 #include "vmstore/vmstore.hpp"
 
@@ -139,6 +140,11 @@ TEST(CApiTransaction, CommitKeepsAndAbortPutsBackEveryKindOfWrite) {
     EXPECT_EQ(std::string(buf, vlen), "old-cxx");
     int rc;
     EXPECT_EQ(cget(d.t, "n", &rc), "new");
+    // Plain writes in the thread that holds it refuse, writing nothing.
+    EXPECT_EQ(vms_put(d.t, "p", 1, "plain", 5), VMS_EBUSY);
+    EXPECT_EQ(vms_delete(d.t, "a", 1), VMS_EBUSY);
+    EXPECT_EQ(cget(d.t, "p", &rc), "");
+    EXPECT_EQ(rc, VMS_NOTFOUND);
     if (commit) {
       ASSERT_EQ(vms_txn_commit(txn), VMS_OK);
     } else {
@@ -199,6 +205,111 @@ TEST(CppTransaction, CallsThatWouldWaitForItRefuseOnItsThread) {
   }  // destroyed open: aborted
   VMS_ASSERT_OK(t->get("k", &v));
   EXPECT_EQ(v, "v");
+  VMS_EXPECT_OK(db->close());
+}
+
+// A plain write (put, delete, update, putReserve, a batch, creating a tree) in the thread
+// that holds an open transaction would wait for the transaction's own key lock, or for a
+// checkpoint that waits for it: it refuses (Busy) and writes nothing. Reads and opening
+// an existing tree go on; other threads write (waiting for the transaction's keys); once
+// the transaction ends, or moves to another thread, this thread writes again.
+TEST(CppTransaction, PlainWritesRefuseInTheThreadThatHoldsIt) {
+  std::string dir = freshDir();
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  VMS_ASSERT_OK(t->put("old", "1"));
+  Transaction txn(db.get());
+  VMS_ASSERT_OK(txn.put(t, "k", "txn"));
+  auto busy = [](const Status& st) { return st.code() == Status::Code::kBusy; };
+  EXPECT_TRUE(busy(t->put("k", "plain"))) << "the transaction's own key: would wait for itself";
+  EXPECT_TRUE(busy(t->put("other", "plain")));
+  EXPECT_TRUE(busy(t->del("old")));
+  EXPECT_TRUE(busy(t->update("old", [](std::optional<std::string_view>) { return Change::put("2"); })));
+  EXPECT_TRUE(busy(t->putReserve("other", 4, [](std::span<std::byte> b) {
+    std::memset(b.data(), 'x', b.size());
+    return Status::OK();
+  })));
+  vmstore::WriteBatch batch;
+  VMS_ASSERT_OK(batch.put(t, "other", "batch"));
+  EXPECT_TRUE(busy(db->write(batch)));
+  uint64_t commit = 0;
+  EXPECT_TRUE(busy(db->writeNoWait(batch, &commit)));
+  vmstore::Tree* made = nullptr;
+  EXPECT_TRUE(busy(db->openTree("new", true, &made)));
+  // Reads, and opening a tree that exists, go on.
+  vmstore::Tree* again = nullptr;
+  VMS_EXPECT_OK(db->openTree("", false, &again));
+  EXPECT_EQ(again, t);
+  std::string v;
+  VMS_EXPECT_OK(t->get("old", &v));
+  EXPECT_EQ(v, "1");
+  EXPECT_TRUE(t->get("other", &v).isNotFound()) << "a refused write wrote";
+  // Another thread writes; on the transaction's key it waits for the commit.
+  std::thread other([&] { VMS_EXPECT_OK(t->put("other", "thread")); });
+  other.join();
+  std::atomic<bool> wrote{false};
+  std::thread waiter([&] {
+    VMS_EXPECT_OK(t->put("k", "after"));
+    wrote = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(wrote.load()) << "a plain write of the transaction's key did not wait for it";
+  // Moved to another thread: this one writes again, that one refuses.
+  std::thread mover([&] {
+    VMS_EXPECT_OK(txn.put(t, "k2", "txn"));
+    EXPECT_TRUE(busy(t->put("x", "plain")));
+  });
+  mover.join();
+  VMS_EXPECT_OK(t->put("x", "here"));
+  VMS_ASSERT_OK(txn.commit());
+  waiter.join();
+  VMS_EXPECT_OK(t->put("old", "3"));
+  VMS_EXPECT_OK(db->openTree("new", true, &made));
+  VMS_ASSERT_OK(t->get("k", &v));
+  EXPECT_EQ(v, "after");
+  VMS_ASSERT_OK(t->get("k2", &v));
+  EXPECT_EQ(v, "txn");
+  VMS_EXPECT_OK(db->close());
+}
+
+// In task mode a caller is a task: another task of the thread that holds a transaction
+// writes (its wait for the transaction's key suspends only itself), while the task that
+// holds it is refused.
+TEST(CppTransaction, InTaskModeOnlyTheTaskThatHoldsItIsRefused) {
+  std::string dir = freshDir();
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  std::unique_ptr<vmstore::TaskPool> pool;
+  VMS_ASSERT_OK(vmstore::TaskPool::create(1, 4, &pool));
+  std::atomic<int> step{0};
+  Transaction txn(db.get());
+  Status holderPlain, otherKey, sameKey;
+  pool->submit([&] {  // holds the transaction
+    VMS_EXPECT_OK(txn.put(t, "k", "txn"));
+    holderPlain = t->put("z", "plain");
+    step = 1;
+    while (step.load() < 2) vmstore::internal::task::Scheduler::current()->yield();
+    VMS_EXPECT_OK(txn.commit());
+  });
+  pool->submit([&] {  // another task of the same (only) thread
+    while (step.load() < 1) vmstore::internal::task::Scheduler::current()->yield();
+    otherKey = t->put("y", "task");
+    step = 2;
+    sameKey = t->put("k", "task");  // suspends until the holder commits
+  });
+  VMS_ASSERT_OK(pool->wait());
+  EXPECT_TRUE(holderPlain.code() == Status::Code::kBusy) << holderPlain.toString();
+  VMS_EXPECT_OK(otherKey);
+  VMS_EXPECT_OK(sameKey);
+  std::string v;
+  VMS_ASSERT_OK(t->get("k", &v));
+  EXPECT_EQ(v, "task");
+  EXPECT_TRUE(t->get("z", &v).isNotFound());
+  pool.reset();
   VMS_EXPECT_OK(db->close());
 }
 
