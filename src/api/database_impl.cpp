@@ -3,6 +3,7 @@
 #include "api/guarded.hpp"
 #include "api/leaf_hints.hpp"
 #include "api/open_here.hpp"
+#include "api/replay_window.hpp"
 #include "api/write_scratch.hpp"
 
 #include <algorithm>
@@ -418,12 +419,56 @@ Status DatabaseImpl::replayLog() {
     }
     return Status::OK();
   };
+  // With data larger than the pool, one operation after another would each wait for
+  // its leaf's read. So operations are applied a window at a time, and before a window
+  // is, the pages its keys lead to are read with many reads in flight: a getMany of each
+  // tree's keys whose results are dropped. Only reads: a failed one is met again, and
+  // reported, by the operation that needs the page. A tree the window creates is not
+  // there yet and is skipped.
+  const uint64_t poolPages = options_.pool_size / kPageSize;
+  auto prefetch = [&](std::span<const LogOp> ops) {
+    if (bm_->pageCount() <= poolPages) return;  // the data fits: nothing to wait for
+    std::vector<std::pair<std::string_view, std::vector<std::string_view>>> byTree;
+    for (const LogOp& op : ops) {
+      if (op.kind != LogOpKind::kPut && op.kind != LogOpKind::kDelete && op.kind != LogOpKind::kPatch) continue;
+      auto it = std::find_if(byTree.begin(), byTree.end(), [&](const auto& e) { return e.first == op.tree; });
+      if (it == byTree.end()) it = byTree.insert(byTree.end(), {op.tree, {}});
+      it->second.push_back(op.key);
+    }
+    for (const auto& [name, keys] : byTree) {
+      Tree* tree = nullptr;
+      if (!openTree(name, false, &tree).ok()) continue;
+      TreeImpl* t = TreeImpl::of(tree);
+      std::vector<Status> statuses(keys.size());
+      (void)getMany(
+          t, keys, statuses, [](size_t, Bytes) {},
+          [&](size_t i) {
+            size_t vlen = 0;
+            return get(t, keys[i], std::span<std::byte>(), &vlen);
+          });
+    }
+  };
+  ReplayWindow window;
+  auto applyWindow = [&] {
+    Status st;
+    if (!window.empty()) {
+      prefetch(window.ops());
+      st = apply(window.ops());
+      window.clear();
+    }
+    return st;
+  };
+  auto buffer = [&](std::span<const LogOp> ops) {
+    window.add(ops);
+    return window.full() ? applyWindow() : Status::OK();
+  };
   if (Status s = log_.refuseForeign(); !s.ok()) return s;
   replaying_ = true;
   uint32_t epoch = bm_->epoch();
   for (uint32_t e : {epoch, epoch + 1}) {
     ReplayInfo info;
-    Status s = log_.replay(e, apply, &info);
+    Status s = log_.replay(e, buffer, &info);
+    if (s.ok()) s = applyWindow();  // the interval's last operations
     if (!s.ok()) {
       replaying_ = false;
       return s;
