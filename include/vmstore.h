@@ -63,7 +63,8 @@ enum {
   VMS_ENOSPC = -4,   /* the storage reached max_size or the device is full       */
   VMS_ETOOBIG = -5,  /* key or value larger than the documented maximum          */
   VMS_ENOMEM = -6,   /* the buffer pool or the process ran out of memory         */
-  VMS_EBUSY = -7     /* the database is open elsewhere (this or another process); a transaction: abort, retry */
+  VMS_EBUSY = -7     /* the database is open elsewhere (this or another process); a transaction: abort, retry;
+                        a call this thread's open transaction would wait for (see vms_txn_*) */
 };
 
 #define VMS_MAX_KEY_SIZE 1024
