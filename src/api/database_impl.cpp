@@ -425,7 +425,7 @@ Status DatabaseImpl::replayLog() {
   // tree's keys whose results are dropped. Only reads: a failed one is met again, and
   // reported, by the operation that needs the page. A tree the window creates is not
   // there yet and is skipped.
-  const uint64_t poolPages = options_.pool_size / kPageSize;
+  const uint64_t poolPages = bm_->poolPages();
   auto prefetch = [&](std::span<const LogOp> ops) {
     if (bm_->pageCount() <= poolPages) return;  // the data fits: nothing to wait for
     std::vector<std::pair<std::string_view, std::vector<std::string_view>>> byTree;
@@ -448,7 +448,8 @@ Status DatabaseImpl::replayLog() {
           });
     }
   };
-  ReplayWindow window;
+  // A window's leaves take at most an eighth of the pool.
+  ReplayWindow window(static_cast<size_t>(poolPages / 8));
   auto applyWindow = [&] {
     Status st;
     if (!window.empty()) {

@@ -5,10 +5,12 @@
 // Contract
 // - add(ops) copies every operation (kind, tree name, key, value or patch); ops() views
 //   those copies in the order added, valid until the next add or clear.
-// - full() once it holds kMaxOps operations or kMaxBytes bytes of names, keys and values
-//   (a single larger record is held whole).
+// - full() once it holds maxOps operations (kMaxOps at most; the caller sizes it to its
+//   pool, so that the pages read for one window stay resident until it is applied) or
+//   kMaxBytes bytes of names, keys and values (a single larger record is held whole).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -23,6 +25,8 @@ class ReplayWindow {
   static constexpr size_t kMaxOps = 1024;
   static constexpr size_t kMaxBytes = 8 << 20;
 
+  explicit ReplayWindow(size_t maxOps) : maxOps_(std::clamp<size_t>(maxOps, 1, kMaxOps)) {}
+
   void add(std::span<const LogOp> ops) {
     for (const LogOp& op : ops) {
       owned_.push_back({op.kind, std::string(op.tree), std::string(op.key), std::string(op.value)});
@@ -30,7 +34,7 @@ class ReplayWindow {
     }
     views_.clear();
   }
-  bool full() const { return owned_.size() >= kMaxOps || bytes_ >= kMaxBytes; }
+  bool full() const { return owned_.size() >= maxOps_ || bytes_ >= kMaxBytes; }
   bool empty() const { return owned_.empty(); }
   std::span<const LogOp> ops() {
     if (views_.size() != owned_.size()) {
@@ -50,6 +54,7 @@ class ReplayWindow {
     LogOpKind kind;
     std::string tree, key, value;
   };
+  size_t maxOps_;
   std::vector<Owned> owned_;
   std::vector<LogOp> views_;
   size_t bytes_ = 0;
