@@ -453,14 +453,22 @@ Status DatabaseImpl::replayLog() {
   auto applyWindow = [&] {
     Status st;
     if (!window.empty()) {
-      prefetch(window.ops());
+      try {
+        prefetch(window.ops());
+      } catch (const std::bad_alloc&) {
+        // Without the read-ahead the window is applied all the same, only slower.
+      }
       st = apply(window.ops());
       window.clear();
     }
     return st;
   };
   auto buffer = [&](std::span<const LogOp> ops) {
-    window.add(ops);
+    try {
+      window.add(ops);
+    } catch (const std::bad_alloc&) {
+      return Status::NoMemory("no memory to replay the log of " + dir_);
+    }
     return window.full() ? applyWindow() : Status::OK();
   };
   if (Status s = log_.refuseForeign(); !s.ok()) return s;
