@@ -66,7 +66,6 @@ Status busyLog() {
 
 }  // namespace
 
-
 class TxnImpl {
  public:
   explicit TxnImpl(DatabaseImpl* db) : db_(db) {}
