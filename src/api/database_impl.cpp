@@ -420,14 +420,14 @@ Status DatabaseImpl::replayLog() {
     return Status::OK();
   };
   // With data larger than the pool, one operation after another would each wait for
-  // its leaf's read. So operations are applied a window at a time, and before a window
-  // is, the pages its keys lead to are read with many reads in flight: a getMany of each
-  // tree's keys whose results are dropped. Only reads: a failed one is met again, and
-  // reported, by the operation that needs the page. A tree the window creates is not
-  // there yet and is skipped.
+  // its leaf's read. So operations are then applied a window at a time, and before a
+  // window is, the pages its keys lead to are read with many reads in flight: a getMany
+  // of each tree's keys whose results are dropped. Only reads: a failed one is met
+  // again, and reported, by the operation that needs the page. A tree the window
+  // creates is not there yet and is skipped. While the data fits the pool (the file
+  // only grows during replay), records are applied as they come, copied nowhere.
   const uint64_t poolPages = bm_->poolPages();
   auto prefetch = [&](std::span<const LogOp> ops) {
-    if (bm_->pageCount() <= poolPages) return;  // the data fits: nothing to wait for
     std::vector<std::pair<std::string_view, std::vector<std::string_view>>> byTree;
     for (const LogOp& op : ops) {
       if (op.kind != LogOpKind::kPut && op.kind != LogOpKind::kDelete && op.kind != LogOpKind::kPatch) continue;
@@ -464,6 +464,7 @@ Status DatabaseImpl::replayLog() {
     return st;
   };
   auto buffer = [&](std::span<const LogOp> ops) {
+    if (window.empty() && bm_->pageCount() <= poolPages) return apply(ops);  // fits: nothing to read ahead
     try {
       window.add(ops);
     } catch (const std::bad_alloc&) {
