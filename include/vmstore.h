@@ -357,9 +357,10 @@ int vms_wait_durable(vms_db* db, uint64_t commit);
  *   the transaction's own locks forever: write through the transaction, or end it first.
  *   Other threads, and other tasks of that thread, write as usual (on the transaction's
  *   keys they wait for its end). vms_sync, vms_close and vms_tree_drop return VMS_EBUSY
- *   in a thread where any task holds an open transaction of the database, and so does
- *   vms_tree_open while a vms_tree_drop on another thread waits for the transaction;
- *   vms_close from another thread waits for open transactions. */
+ *   in a thread where any task holds an open transaction of the database. vms_tree_open
+ *   of an existing tree works there, even while a vms_tree_drop or a tree creation on
+ *   another thread waits for the transaction; vms_close from another thread waits for
+ *   open transactions. */
 typedef struct vms_txn vms_txn;
 int vms_txn_new(vms_db* db, vms_txn** txn);
 int vms_txn_put(vms_txn* txn, vms_tree* t, const void* key, size_t klen, const void* val, size_t vlen);

@@ -42,9 +42,9 @@
 //   first. Reads are fine; other threads, and other tasks of the same thread, write as
 //   usual (waiting, on the transaction's keys, for its end). Database::sync, close,
 //   dropTree and check return Busy on a thread where any caller holds an open
-//   transaction of that database; so does openTree there while a dropTree on another
-//   thread waits for the transaction. close from another thread waits for open
-//   transactions to end.
+//   transaction of that database. openTree of an existing tree works there, even while
+//   a dropTree or a tree creation on another thread waits for the transaction. close
+//   from another thread waits for open transactions to end.
 // - Not with the read-only database of a failed sync (IOError, as every write).
 #pragma once
 

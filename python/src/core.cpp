@@ -44,14 +44,10 @@
 //   never while holding what that call could wait for), so the engine's close never
 //   waits for one; their next call raises ClosedError. Nothing of an aborted transaction
 //   stays behind on any thread.
-// - A tree drop waits for every open transaction while it holds the engine's lock of its
-//   tree list; the engine's openTree then returns Busy on the thread of an open
-//   transaction instead of waiting. A tree creation may wait too (for a checkpoint, which
-//   waits for every open transaction), which the engine does not cover: DbCore holds
-//   Shared::treesGate exclusively across a creation, and a thread with an open
-//   transaction only try-locks it before the engine's openTree: BusyError instead of a
-//   deadlock. Every TreeCore of one engine tree handle shares one dropped flag, set by
-//   the drop, so the Python Database needs no lock across a drop.
+// - A tree drop waits for every open transaction; the engine's openTree of an existing
+//   tree never waits for one, so a thread with an open transaction opens trees while a
+//   drop or a creation waits. Every TreeCore of one engine tree handle shares one dropped
+//   flag, set by the drop, so the Python Database needs no lock across a drop.
 // - Engine statuses become the exception classes that vmstore/__init__.py registers with
 //   _set_error_types(); a missing key through [] is KeyError; a non-bytes-like key or value
 //   is TypeError. Nothing is written when an argument is rejected.
@@ -255,9 +251,6 @@ struct Shared {
   std::atomic<int> openCount{0};                    // openTxns.size()
   bool closing = false;                             // under txnMutex: no transaction begins
 
-  // Held exclusively by a tree creation (which may wait for every open transaction);
-  // try-locked shared by a thread with an open transaction before openTree.
-  std::shared_mutex treesGate;
   // One dropped flag per engine tree handle, shared by its TreeStates; set by the drop.
   std::mutex flagsMutex;
   std::unordered_map<const vmstore::Tree*, std::shared_ptr<std::atomic<bool>>> droppedFlags;
@@ -1184,34 +1177,13 @@ class DbCore {
   // A new TreeCore for the tree (the Python Database keeps one per name), or None when
   // the tree is missing and create is false.
   // On a thread with an open transaction: an existing tree only (creating one is a
-  // plain write), and BusyError while a drop (the engine says so) or a creation (the
-  // binding's treesGate) waits for the transactions.
+  // plain write: RuntimeError, the binding's documented error for those).
   std::optional<TreeCore> tree(nb::bytes name, bool create) {
     std::string n(name.c_str(), name.size());
     const bool inTxn = s_->openHere();
     vmstore::Tree* tree = nullptr;
     Status st;
-    bool gateBusy = false;
-    s_->run([&] {
-      if (inTxn) {
-        std::shared_lock trees(s_->treesGate, std::try_to_lock);
-        if (!trees.owns_lock()) {
-          gateBusy = true;
-          return;
-        }
-        st = s_->db->openTree(n, false, &tree);
-        return;
-      }
-      std::unique_lock trees(s_->treesGate, std::defer_lock);
-      if (create) trees.lock();  // a creation may wait for a checkpoint, which waits for transactions
-      st = s_->db->openTree(n, create, &tree);
-    });
-    if (gateBusy) {
-      raiseError(kBusy, EBUSY,
-                 "opening tree '" + n +
-                     "': a tree creation is waiting for the open transactions, this thread's too: end the "
-                     "transaction, then open the tree");
-    }
+    s_->run([&] { st = s_->db->openTree(n, create && !inTxn, &tree); });
     if (st.isNotFound()) {
       if (inTxn && create) {
         throw std::runtime_error("creating tree '" + n + "': this thread has an open transaction of database '" +

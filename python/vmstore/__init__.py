@@ -280,10 +280,9 @@ class Database:
         name gives the same :class:`Tree` object until the tree is dropped.
 
         On a thread with an open :class:`Transaction` of this database a missing tree is
-        not created (:class:`RuntimeError`: create trees before the transaction), and
-        opening one this process has not opened yet raises :class:`BusyError` while
-        another thread's :meth:`drop_tree` or tree creation waits for the open
-        transactions."""
+        not created (:class:`RuntimeError`: create trees before the transaction); existing
+        ones open there even while another thread's :meth:`drop_tree` or tree creation
+        waits for the open transactions."""
         encoded = _tree_name(name)
         # No lock is held across an engine call: a drop_tree on another thread may wait
         # for a transaction of the calling thread, which must be able to go on.

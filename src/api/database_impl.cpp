@@ -740,6 +740,22 @@ std::vector<std::pair<std::string, uint64_t>> DatabaseImpl::catalogEntries() {
   return out;
 }
 
+Status DatabaseImpl::openExisting(std::string_view name, Tree** tree) {
+  auto g = task::lock(treesMutex_);
+  auto it = trees_.find(name);
+  if (it != trees_.end()) {
+    *tree = &it->second->handle;
+    return Status::OK();
+  }
+  uint64_t root;
+  Status st = catalogLookup(name, &root);
+  if (!st.ok()) return st;
+  auto impl = std::make_unique<TreeImpl>(this, std::string(name), root);
+  *tree = &impl->handle;
+  trees_.emplace(std::string(name), std::move(impl));
+  return Status::OK();
+}
+
 Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   if (name.size() > kMaxTreeNameSize) {
     return Status::InvalidArgument("tree name of " + std::to_string(name.size()) + " bytes exceeds the maximum of " +
@@ -747,64 +763,48 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   }
   CallGate::Pass pass(gate_);
   if (!pass) return closedStatus();
-  std::unique_lock<std::mutex> g(treesMutex_, std::defer_lock);
-  if (anyHere(this)) {
-    // A drop holds the tree list while it waits for this thread's transaction to end.
-    while (!g.try_lock()) {
-      if (dropsWaiting_.load(std::memory_order_acquire) > 0) {
-        return Status::Busy("a tree drop waits for the transaction open on this thread: end it, then open the tree");
-      }
-      task::pause();
+  // An existing tree: the list's lock only, which nobody holds while waiting for
+  // transactions, so this works on a thread that holds one.
+  Status st = guarded([&] { return openExisting(name, tree); });
+  if (!st.isNotFound() || !create) return st;
+  // A creation is a plain write. Refused before treeChangesMutex_: another creation may
+  // hold it while it waits for a checkpoint, which waits for this caller's transaction.
+  if (heldHere(this)) [[unlikely]] return plainWriteInTransactionStatus();
+  auto changing = task::lock(treeChangesMutex_);
+  st = guarded([&] { return openExisting(name, tree); });  // created meanwhile?
+  if (!st.isNotFound()) return st;
+  uint64_t root = 0;
+  LogOp op{LogOpKind::kCreateTree, name, {}, {}};
+  st = writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{}, &DatabaseImpl::writable, [&] {
+    root = BTree::create(*bm_);
+    try {
+      catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
+    } catch (...) {
+      bm_->freePageById(root);
+      throw;
     }
-  } else {
-    task::acquire(g);
-  }
-  auto it = trees_.find(name);
-  if (it != trees_.end()) {
-    *tree = &it->second->handle;
-    return Status::OK();
-  }
-  return guarded([&] {
-    uint64_t root;
-    Status st = catalogLookup(name, &root);
-    if (st.isNotFound()) {
-      if (!create) return st;
-      LogOp op{LogOpKind::kCreateTree, name, {}, {}};
-      st = writeUnder<std::shared_lock<WriterGate>>({&op, 1}, KeyLock{}, &DatabaseImpl::writable, [&] {
-        root = BTree::create(*bm_);
-        try {
-          catalog_->put(asBytes(catalogKey(name)), Bytes(reinterpret_cast<const uint8_t*>(&root), sizeof(root)));
-        } catch (...) {
-          bm_->freePageById(root);
-          throw;
-        }
-        return Status::OK();
-      });
-      if (!st.ok()) return st;
-    } else if (!st.ok()) {
-      return st;
-    }
-    auto impl = std::make_unique<TreeImpl>(this, std::string(name), root);
-    *tree = &impl->handle;
-    trees_.emplace(std::string(name), std::move(impl));
     return Status::OK();
   });
+  if (!st.ok()) return st;
+  // An openTree that found the catalog entry first has listed the tree: keep its handle.
+  auto g = task::lock(treesMutex_);
+  auto [it, added] = trees_.try_emplace(std::string(name));
+  if (added) it->second = std::make_unique<TreeImpl>(this, std::string(name), root);
+  *tree = &it->second->handle;
+  return Status::OK();
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
   if (anyHere(this)) return openTransactionStatus();
-  // Up while this drop holds the tree list and waits (for open transactions among
-  // others): openTree on a thread with one refuses instead of waiting for the list.
-  dropsWaiting_.fetch_add(1, std::memory_order_acq_rel);
-  struct Down {
-    std::atomic<int>& n;
-    ~Down() { n.fetch_sub(1, std::memory_order_acq_rel); }
-  } down{dropsWaiting_};
-  auto g = task::lock(treesMutex_);
+  auto changing = task::lock(treeChangesMutex_);
   LogOp op{LogOpKind::kDropTree, name, {}, {}};
   // Exclusive: no put to the tree sits between its change and its log record, so none
   // is logged after the drop. A drop only frees pages: allowed on a full device.
   return writeUnder<std::unique_lock<WriterGate>>({&op, 1}, KeyLock{}, &DatabaseImpl::notPoisoned, [&] {
+    // The list's lock from the catalog lookup to the list's change: an openTree in
+    // between would list a tree whose pages this frees. Taken with the gate held
+    // exclusively (no transaction is open), so it never waits for one.
+    auto g = task::lock(treesMutex_);
     uint64_t root;
     Status st = catalogLookup(name, &root);
     if (!st.ok()) return st;

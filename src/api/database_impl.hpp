@@ -155,7 +155,7 @@ class DatabaseImpl {
 
   // A transaction (api/transaction.cpp) of this database is open on this thread
   // (api/open_here.hpp, anyHere): sync, close, dropTree and check refuse, as they would
-  // wait for it forever; so does openTree while a drop waits for it.
+  // wait for it forever.
   static Status openTransactionStatus() {
     return Status::Busy("a transaction of this database is open on this thread: commit or abort it first");
   }
@@ -261,6 +261,9 @@ class DatabaseImpl {
   Status replayPatch(TreeImpl* t, std::string_view key, std::string_view patch);
   void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);
+  // openTree: the tree listed in trees_, else listed from the catalog; NotFound when the
+  // catalog has none. Takes treesMutex_.
+  Status openExisting(std::string_view name, Tree** tree);
   std::vector<std::pair<std::string, uint64_t>> catalogEntries();
 
   std::string dir_;
@@ -298,8 +301,13 @@ class DatabaseImpl {
   std::atomic<uint64_t> cutWaitUs_{0};
   std::atomic<uint64_t> cutWaitMaxUs_{0};
   WriterGate writeGate_;
+  // Tree creations and drops, one at a time; held while they wait for the writer gate
+  // (a creation for a checkpoint that makes log room, a drop for the open transactions).
+  std::mutex treeChangesMutex_;
+  // trees_; never held while waiting for the writer gate (lock order: treeChangesMutex_,
+  // writeGate_, treesMutex_), so openTree of an existing tree works on a thread that holds
+  // a transaction.
   std::mutex treesMutex_;
-  std::atomic<int> dropsWaiting_{0};  // dropTree calls holding or waiting for treesMutex_
   std::map<std::string, std::unique_ptr<TreeImpl>, std::less<>> trees_;
   std::vector<std::unique_ptr<TreeImpl>> droppedTrees_;
   std::atomic<bool> changed_{false};  // something changed since the last checkpoint

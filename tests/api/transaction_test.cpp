@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -343,11 +345,20 @@ TEST(CppTransaction, ATransactionMovedToAnotherThreadIsOpenThereOnly) {
   VMS_EXPECT_OK(db->close());
 }
 
-// A drop waits for open transactions while it holds the list of trees: openTree on the
-// thread of an open transaction then refuses (Busy) instead of waiting for the drop,
-// which waits for it. Once the transaction ends, the drop completes and opens work.
-TEST(CppTransaction, OpeningATreeWhileADropWaitsForTheTransactionIsBusy) {
+// A drop waits for open transactions. openTree on the thread of an open transaction
+// meanwhile works, for a listed tree, one only the catalog lists and the one being
+// dropped (whose handle the drop then marks), and the drop completes once the
+// transaction ends.
+TEST(CppTransaction, OpeningATreeWhileADropWaitsForTheTransactionWorks) {
   std::string dir = freshDir();
+  {
+    auto db = openDb(dir, "pool_size=64M");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("cold", true, &t));
+    VMS_ASSERT_OK(t->put("x", "1"));
+    VMS_ASSERT_OK(db->close());
+  }
   auto db = openDb(dir, "pool_size=64M");
   ASSERT_TRUE(db);
   vmstore::Tree *t, *u;
@@ -360,20 +371,92 @@ TEST(CppTransaction, OpeningATreeWhileADropWaitsForTheTransactionIsBusy) {
     VMS_EXPECT_OK(db->dropTree("u"));
     dropped = true;
   });
-  Status st;
-  vmstore::Tree* again = nullptr;
-  for (int i = 0; i < 10000; i++) {  // until the drop holds the list (at most 10 s)
-    st = db->openTree("", false, &again);
-    if (!st.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_TRUE(st.code() == Status::Code::kBusy) << st.toString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the drop waits for txn
+  vmstore::Tree *again = nullptr, *cold = nullptr, *doomed = nullptr;
+  VMS_EXPECT_OK(db->openTree("", false, &again));
+  EXPECT_EQ(again, t);
+  VMS_EXPECT_OK(db->openTree("cold", false, &cold));
+  VMS_EXPECT_OK(db->openTree("u", false, &doomed));
+  EXPECT_EQ(doomed, u);
+  Status st = db->openTree("new", true, &again);
+  EXPECT_TRUE(st.code() == Status::Code::kBusy) << "creating is a plain write: " << st.toString();
   EXPECT_FALSE(dropped.load());
   VMS_ASSERT_OK(txn.commit());
   dropper.join();
   EXPECT_TRUE(dropped.load());
-  VMS_EXPECT_OK(db->openTree("", false, &again));
-  EXPECT_EQ(again, t);
+  std::string v;
+  VMS_EXPECT_OK(cold->get("x", &v));
+  EXPECT_EQ(v, "1");
+  EXPECT_FALSE(u->get("x", &v).ok()) << "the dropped tree's handle still reads";
+  EXPECT_TRUE(db->openTree("u", false, &again).isNotFound());
+  VMS_EXPECT_OK(db->close());
+}
+
+// A tree creation that finds the log file full waits, holding the right to change the
+// list of trees, for a checkpoint, which waits for every open transaction. openTree on
+// the thread of an open transaction still works (before, it waited for the creation:
+// a deadlock, which this test would show by hanging; a watchdog then aborts).
+TEST(CppTransaction, OpeningATreeWhileACreationWaitsForACheckpointWorks) {
+  std::string dir = freshDir();
+  {
+    auto db = openDb(dir, "pool_size=64M,log_size=1M");
+    ASSERT_TRUE(db);
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree("cold", true, &t));
+    VMS_ASSERT_OK(db->close());
+  }
+  auto db = openDb(dir, "pool_size=64M,log_size=1M");
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  VMS_ASSERT_OK(db->openTree("", true, &t));
+  std::atomic<int> created{0};
+  std::atomic<bool> stop{false};
+  std::thread creator([&] {
+    // Long names: a few thousand creations fill a log file of 512 KiB.
+    for (int i = 0; !stop.load(); i++) {
+      vmstore::Tree* n;
+      Status st = db->openTree(numKey(std::string(200, 'n'), i, 8), true, &n);
+      if (!st.ok()) {
+        ADD_FAILURE() << st.toString();
+        return;
+      }
+      created.fetch_add(1);
+    }
+  });
+  std::atomic<bool> done{false};
+  bool stalled = false;
+  int createdWhileOpening = -1;
+  std::thread holder([&] {
+    Transaction txn(db.get());
+    VMS_EXPECT_OK(txn.put(t, "k", "v"));
+    // Until the creator stops making progress (it waits for the checkpoint), at most 60 s.
+    int last = -1;
+    for (int i = 0; i < 600 && !stalled; i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const int now = created.load();
+      stalled = now == last && now > 0;
+      last = now;
+    }
+    vmstore::Tree *again = nullptr, *cold = nullptr;
+    VMS_EXPECT_OK(db->openTree("", false, &again));
+    VMS_EXPECT_OK(db->openTree("cold", false, &cold));  // listed by the catalog only
+    createdWhileOpening = created.load() - last;
+    VMS_EXPECT_OK(txn.commit());
+    done = true;
+  });
+  for (int i = 0; i < 1200 && !done.load(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!done.load()) {
+    std::fprintf(stderr, "openTree on the thread of a transaction waited for a tree creation for 2 minutes\n");
+    std::abort();  // the threads cannot be joined
+  }
+  holder.join();
+  stop = true;
+  creator.join();
+  EXPECT_TRUE(stalled) << "no creation waited for the transaction: the test proves less than it says";
+  EXPECT_EQ(createdWhileOpening, 0) << "the creator was not waiting while the opens ran";
+  std::vector<std::string> names;
+  VMS_ASSERT_OK(db->listTrees(&names));
+  EXPECT_EQ(names.size(), static_cast<size_t>(created.load()) + 2);
   VMS_EXPECT_OK(db->close());
 }
 
