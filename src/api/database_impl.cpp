@@ -7,6 +7,7 @@
 #include "api/write_scratch.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cerrno>
 #include <chrono>
@@ -364,6 +365,26 @@ Status DatabaseImpl::recoverAndLoad() {
   });
 }
 
+Status DatabaseImpl::replayWrite(TreeImpl* t, const LogOp& op, BTree::LeafHint* hint) {
+  // As put() and del() without what only concurrent callers need (the call gate, the
+  // key's lock, the writer gate, the leaf hints of the thread): replay runs alone, before
+  // open returns. The checks that refuse writes stay.
+  Status st = validateKey(op.key);
+  if (st.ok() && op.kind == LogOpKind::kPut) st = validateValue(op.value);
+  if (!st.ok()) return st;
+  if (!writesClear()) [[unlikely]] {
+    if (st = writable(); !st.ok()) return st;
+  }
+  markChanged();
+  return guarded([&] {
+    if (op.kind == LogOpKind::kPut) {
+      t->btree.put(asBytes(op.key), asBytes(op.value), hint);
+      return Status::OK();
+    }
+    return t->btree.remove(asBytes(op.key), nullptr, hint) ? Status::OK() : Status::NotFound();
+  });
+}
+
 Status DatabaseImpl::replayPatch(TreeImpl* t, std::string_view key, std::string_view patch) {
   // A key that is absent, or holds a value of another size, is met only when the record
   // is replayed a second time over later writes (see replayLog): skipped, as a delete of
@@ -395,37 +416,71 @@ Status DatabaseImpl::replayLog() {
   // never committed (the other log file). A record met a second time (a crash after a
   // recovery's checkpoint, before the log was emptied) changes nothing: every operation
   // is a blind write, and one on a tree that is not there is skipped.
+  // The tree of the last operation, so that a run of operations on one tree looks it
+  // up once; forgotten at every creation and drop.
+  std::string_view lastName;
+  TreeImpl* last = nullptr;
+  BTree::LeafHint hint;  // of last's last write
+  // Puts and deletes are applied in groups of up to kGroup of one tree, whose leaves are
+  // first found side by side (BTree::locateLeaves): the cache misses of their descents
+  // overlap instead of each write waiting for its own.
+  constexpr size_t kGroup = 32;
+  std::array<Bytes, kGroup> keys;
+  std::array<BTree::LeafHint, kGroup> hints;
+  auto isWrite = [](const LogOp& op) { return op.kind == LogOpKind::kPut || op.kind == LogOpKind::kDelete; };
+  auto outcome = [&](Status st) {
+    if (st.isNotFound()) return Status::OK();  // an absent key or tree
+    if (st.ok()) return st;
+    return Status(st.code(), "replaying the log of " + dir_ + ": " + st.message());
+  };
   auto apply = [&](std::span<const LogOp> ops) {
-    for (const LogOp& op : ops) {
+    for (size_t i = 0; i < ops.size();) {
+      const LogOp& op = ops[i++];
       Status st;
       Tree* tree = nullptr;
       if (op.kind == LogOpKind::kCreateTree) {
+        last = nullptr;
         st = openTree(op.tree, true, &tree);
       } else if (op.kind == LogOpKind::kDropTree) {
+        last = nullptr;
         st = dropTree(op.tree);
       } else {
-        st = openTree(op.tree, false, &tree);
-        if (st.ok()) {
-          TreeImpl* t = TreeImpl::of(tree);
-          if (op.kind == LogOpKind::kPatch) {
-            st = replayPatch(t, op.key, op.value);
-          } else {
-            st = op.kind == LogOpKind::kPut ? put(t, op.key, op.value) : del(t, op.key);
+        if (last == nullptr || op.tree != lastName) {
+          last = nullptr;
+          st = openTree(op.tree, false, &tree);
+          if (st.ok()) {
+            last = TreeImpl::of(tree);
+            lastName = last->name;
+            hint = {};
           }
         }
+        if (last != nullptr && op.kind == LogOpKind::kPatch) {
+          st = replayPatch(last, op.key, op.value);
+        } else if (last != nullptr) {
+          size_t n = 1;  // the group: this write and the next ones of its tree
+          while (n < kGroup && i - 1 + n < ops.size() && isWrite(ops[i - 1 + n]) && ops[i - 1 + n].tree == op.tree) n++;
+          hints[0] = hint;
+          if (n > 1) {
+            for (size_t k = 0; k < n; k++) keys[k] = asBytes(ops[i - 1 + k].key);
+            last->btree.locateLeaves({keys.data(), n}, {hints.data(), n});
+          }
+          for (size_t k = 0; k < n && st.ok(); k++) st = outcome(replayWrite(last, ops[i - 1 + k], &hints[k]));
+          hint = hints[n - 1];
+          i += n - 1;
+        }
       }
-      if (st.isNotFound()) st = Status::OK();  // an absent key or tree
-      if (!st.ok()) return Status(st.code(), "replaying the log of " + dir_ + ": " + st.message());
+      if (st = outcome(st); !st.ok()) return st;
     }
     return Status::OK();
   };
-  // With data larger than the pool, one operation after another would each wait for
-  // its leaf's read. So operations are then applied a window at a time, and before a
-  // window is, the pages its keys lead to are read with many reads in flight: a getMany
-  // of each tree's keys whose results are dropped. Only reads: a failed one is met
-  // again, and reported, by the operation that needs the page. A tree the window
-  // creates is not there yet and is skipped. While the data fits the pool (the file
-  // only grows during replay), records are applied as they come, copied nowhere.
+  // Records are applied a window at a time (copied: a record's operations are views
+  // into the log's read buffer). With data larger than the pool, one operation after
+  // another would each wait for its leaf's read, so before a window is applied the
+  // pages its keys lead to are read with many reads in flight: a getMany of each tree's
+  // keys whose results are dropped. Only reads: a failed one is met again, and
+  // reported, by the operation that needs the page. A tree the window creates is not
+  // there yet and is skipped. While the data fits the pool (the file only grows during
+  // replay), nothing is read ahead.
   const uint64_t poolPages = bm_->poolPages();
   auto prefetch = [&](std::span<const LogOp> ops) {
     std::vector<std::pair<std::string_view, std::vector<std::string_view>>> byTree;
@@ -449,14 +504,16 @@ Status DatabaseImpl::replayLog() {
     }
   };
   // A window's leaves take at most an eighth of the pool.
-  ReplayWindow window(static_cast<size_t>(poolPages / 8));
+  ReplayWindow window(std::max<size_t>(kGroup, static_cast<size_t>(poolPages / 8)));
   auto applyWindow = [&] {
     Status st;
     if (!window.empty()) {
-      try {
-        prefetch(window.ops());
-      } catch (const std::bad_alloc&) {
-        // Without the read-ahead the window is applied all the same, only slower.
+      if (bm_->pageCount() > poolPages) {
+        try {
+          prefetch(window.ops());
+        } catch (const std::bad_alloc&) {
+          // Without the read-ahead the window is applied all the same, only slower.
+        }
       }
       st = apply(window.ops());
       window.clear();
@@ -464,7 +521,6 @@ Status DatabaseImpl::replayLog() {
     return st;
   };
   auto buffer = [&](std::span<const LogOp> ops) {
-    if (window.empty() && bm_->pageCount() <= poolPages) return apply(ops);  // fits: nothing to read ahead
     try {
       window.add(ops);
     } catch (const std::bad_alloc&) {

@@ -259,6 +259,9 @@ class DatabaseImpl {
   Status replayLog();  // open(): the log's records after the restored checkpoint
   // replayLog: a patch record (a same-size update) applied over the key's value.
   Status replayPatch(TreeImpl* t, std::string_view key, std::string_view patch);
+  // replayLog: a put or delete record applied (NotFound: a delete of an absent key);
+  // hint: the leaf hint of t's last replayed write.
+  Status replayWrite(TreeImpl* t, const LogOp& op, BTree::LeafHint* hint);
   void poison(const Status& why, const char* after = "a failed sync");
   Status catalogLookup(std::string_view name, uint64_t* root);
   // openTree: the tree listed in trees_, else listed from the catalog; NotFound when the

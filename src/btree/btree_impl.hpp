@@ -175,6 +175,11 @@ void BasicBTree<BM>::walkResident(std::span<const Bytes> keys, Lookup* out, Leaf
             if constexpr (kLocate) {
               if (node->isLeaf()) {  // its version now: a write that finds it unchanged may go to it
                 leaves[base + i] = LeafHint{w.next, PageState::versionOf(node.version())};
+                // Requested for the write: its fences (leafFromHint) and the slots its search
+                // starts from. Prefetches only: a node changed meanwhile costs nothing.
+                __builtin_prefetch(node->lowerFenceKey().data());
+                __builtin_prefetch(node->upperFenceKey().data());
+                (void)node->searchStart(key);
                 finish(i, Lookup::kFound);
                 break;
               }

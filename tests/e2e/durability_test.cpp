@@ -200,6 +200,107 @@ TEST(Durability, RecoveryWithDataLargerThanThePoolRestoresEveryOperation) {
   VMS_ASSERT_OK(db->close());
 }
 
+// Replay with data that fits the pool applies runs of puts and deletes of one tree in
+// groups whose leaves are found side by side before the writes (DatabaseImpl::replayLog).
+// Every kind of operation, mixed within runs: the same key written twice in one run,
+// deletes of present and absent keys, values stored out of line, same-size updates
+// (logged as patches), writes to two trees in turn, and a tree dropped and created again.
+TEST(Durability, RecoveryAppliesRunsOfWritesInTheirOrder) {
+  std::string dir = freshDir();
+  struct Op {
+    int tree;  // 0: "", 1: "x", 2: "y"; -1: drop "y" and create it again
+    std::string key, value;  // empty value: delete; "=" prefix: a same-size update
+  };
+  std::vector<Op> ops;
+  std::mt19937_64 rng(11);
+  const int keys = 3000;
+  for (int i = 0; i < scaled(30000, 10000); i++) {
+    if (i % 9000 == 8999) {
+      ops.push_back({-1, {}, {}});
+      continue;
+    }
+    const int tree = (i / 50) % 7 == 6 ? 1 : ((i / 50) % 11 == 10 ? 2 : 0);  // runs of 50 per tree
+    const std::string key = numKey("k", rng() % keys);
+    const int what = static_cast<int>(rng() % 20);
+    std::string value;
+    if (what < 3) {
+      value = "";  // delete
+    } else if (what < 6) {
+      value = "=" + std::string(40, char('A' + i % 26));  // update in place when 41 bytes are there
+    } else if (what == 6) {
+      value = std::string(5000 + rng() % 3000, char('a' + i % 26));  // out of line
+    } else {
+      value = std::string(41, char('a' + i % 26));
+    }
+    ops.push_back({tree, key, value});
+    if (what == 7) ops.push_back({tree, key, std::string(41, char('0' + i % 10))});  // the same key again at once
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::unique_ptr<vmstore::Database> db;
+    if (!vmstore::Database::open(dir, "pool_size=64M,durability=async,log_size=256M", &db).ok()) _exit(3);
+    vmstore::Tree* t[3];
+    if (!db->openTree("", true, &t[0]).ok() || !db->openTree("x", true, &t[1]).ok() ||
+        !db->openTree("y", true, &t[2]).ok()) {
+      _exit(4);
+    }
+    for (const Op& op : ops) {
+      Status st;
+      if (op.tree < 0) {
+        st = db->dropTree("y");
+        if (st.ok()) st = db->openTree("y", true, &t[2]);
+      } else if (op.value.empty()) {
+        st = t[op.tree]->del(op.key);
+      } else if (op.value[0] == '=') {
+        const std::string_view now(op.value.data() + 1, op.value.size() - 1);
+        st = t[op.tree]->update(op.key, [&](std::optional<std::string_view> cur) {
+          return cur && cur->size() == now.size() ? vmstore::Change::put(now) : vmstore::Change::keep();
+        });
+      } else {
+        st = t[op.tree]->put(op.key, op.value);
+      }
+      if (!st.ok() && !st.isNotFound()) _exit(5);
+    }
+    raise(SIGKILL);  // acknowledged, never checkpointed
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  std::map<std::string, std::string> want[3];
+  for (const Op& op : ops) {
+    if (op.tree < 0) {
+      want[2].clear();
+    } else if (op.value.empty()) {
+      want[op.tree].erase(op.key);
+    } else if (op.value[0] == '=') {
+      auto it = want[op.tree].find(op.key);
+      if (it != want[op.tree].end() && it->second.size() == op.value.size() - 1) it->second = op.value.substr(1);
+    } else {
+      want[op.tree][op.key] = op.value;
+    }
+  }
+  auto db = openDb(dir, "pool_size=64M");
+  ASSERT_TRUE(db);
+  EXPECT_GT(db->stats().recovered_operations, static_cast<uint64_t>(ops.size() / 2));
+  const char* names[3] = {"", "x", "y"};
+  for (int i = 0; i < 3; i++) {
+    vmstore::Tree* t;
+    VMS_ASSERT_OK(db->openTree(names[i], false, &t));
+    auto got = scanForward(t);
+    ASSERT_EQ(got.size(), want[i].size()) << "tree '" << names[i] << "'";
+    size_t j = 0;
+    int wrong = 0;
+    for (const auto& [k, v] : want[i]) {
+      if (got[j].first != k || got[j].second != v) wrong++;
+      j++;
+    }
+    EXPECT_EQ(wrong, 0) << "tree '" << names[i] << "'";
+  }
+  std::vector<std::string> problems;
+  VMS_EXPECT_OK(db->check(&problems));
+  VMS_ASSERT_OK(db->close());
+}
+
 TEST(Durability, FullDeviceFailsTheWriteAndKeepsEveryAcknowledgedOne) {
   FaultScope faults;
   std::string dir = freshDir();
