@@ -2,8 +2,8 @@
 // page reads they miss on in flight together through the thread's own io_uring ring.
 // This is how one worker thread keeps many misses in flight (issue 7; LeanStore, "What
 // Modern NVMe Storage Can Do", VLDB 2023): a task that misses suspends, the thread runs
-// the other tasks, and one io_uring_enter submits every read queued meanwhile and reaps
-// the completions.
+// the other tasks, and one io_uring_enter submits the reads queued meanwhile and reaps
+// the completions (a read goes in at once while the device holds few: see pread()).
 //
 // Contract
 // - A Scheduler belongs to the thread that calls run(). spawn() is called from that
@@ -18,8 +18,11 @@
 //   tasks: for state the layers above keep per caller, a task being a caller of its own.
 // - pread() (inside a task): queues an io_uring read and suspends the task until it
 //   completes; returns the bytes read or -errno, like the system call. Without
-//   liburing (or when the ring could not be set up) it is a plain blocking pread.
-//   fdatasync() is the same for a data sync of a file.
+//   liburing (or when the ring could not be set up) it is a plain blocking pread. The
+//   read is submitted at once while the ring has fewer than 4x the queued, unsubmitted
+//   reads in flight on the device, else with the others at the end of the round.
+//   fdatasync() is the same for a data sync of a file, always submitted at the end of
+//   the round (the syncs of one round go in together).
 // - yield() lets every other ready task run once before the caller goes on; waiting()
 //   is the same for a task that waits for something another task or thread must do
 //   (a page lock): when only waiting tasks are ready, the thread blocks for a read

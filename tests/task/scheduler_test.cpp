@@ -101,6 +101,34 @@ TEST(Scheduler, ReadsAreInFlightTogetherAndReturnTheirBytes) {
   }
 }
 
+// The reads of one round go to the device before the round ends (the first ones at
+// once, then in batches once several are in flight), so they overlap the CPU work of
+// the tasks still to run; syncs wait for the round and go in together (one group).
+TEST(Scheduler, ReadsGoInBeforeTheRoundEndsAndSyncsWithIt) {
+  vmsunit::ScratchDir dir;
+  std::string path = dir.file("pages");
+  const int pages = 32;
+  int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, pages * 4096), 0);
+  Scheduler reads(64);
+  vmsunit::AlignedPages bufs(pages);
+  for (int p = 0; p < pages; p++) {
+    reads.spawn([&, p] { EXPECT_EQ(Scheduler::current()->pread(fd, bufs.page(p), 4096, p * 4096), 4096); });
+  }
+  reads.run();
+  Scheduler syncs(64);
+  for (int i = 0; i < 8; i++) syncs.spawn([&] { EXPECT_EQ(Scheduler::current()->fdatasync(fd), 0); });
+  syncs.run();
+  ::close(fd);
+  if (!reads.hasRing()) GTEST_SKIP() << "no io_uring ring here";
+  EXPECT_EQ(reads.stats().maxInFlight, static_cast<uint64_t>(pages)) << "all were queued in one round";
+  EXPECT_GT(reads.stats().submits, 1u) << "the reads waited for the end of the round";
+  EXPECT_LT(reads.stats().submits, static_cast<uint64_t>(pages)) << "every read was a submission of its own";
+  EXPECT_EQ(syncs.stats().requests, 8u);
+  EXPECT_EQ(syncs.stats().submits, 1u) << "the syncs of one round did not go in together";
+}
+
 TEST(Scheduler, AFailedReadReturnsMinusErrno) {
   Scheduler s;
   ssize_t r = 0;
