@@ -843,11 +843,15 @@ Status DatabaseImpl::openTree(std::string_view name, bool create, Tree** tree) {
   });
   if (!st.ok()) return st;
   // An openTree that found the catalog entry first has listed the tree: keep its handle.
-  auto g = task::lock(treesMutex_);
-  auto [it, added] = trees_.try_emplace(std::string(name));
-  if (added) it->second = std::make_unique<TreeImpl>(this, std::string(name), root);
-  *tree = &it->second->handle;
-  return Status::OK();
+  return guarded([&] {
+    auto g = task::lock(treesMutex_);
+    auto it = trees_.find(name);
+    if (it == trees_.end()) {
+      it = trees_.emplace(std::string(name), std::make_unique<TreeImpl>(this, std::string(name), root)).first;
+    }
+    *tree = &it->second->handle;
+    return Status::OK();
+  });
 }
 
 Status DatabaseImpl::dropTree(std::string_view name) {
