@@ -17,11 +17,13 @@ TEST(ReplayWindow, HoldsCopiesThatOutliveTheRecordsTheyCameFrom) {
     std::string tree = "tree" + std::to_string(i % 3);
     std::string key = "key" + std::to_string(i);
     std::string value(static_cast<size_t>(i * 7), static_cast<char>('a' + i % 26));
-    LogOp ops[2] = {{LogOpKind::kPut, tree, key, value}, {LogOpKind::kDelete, tree, key + "-gone", {}}};
+    std::string gone = key + "-gone";
+    LogOp ops[2] = {{LogOpKind::kPut, tree, key, value}, {LogOpKind::kDelete, tree, gone, {}}};
     window.add(ops);
     tree.assign(tree.size(), '#');
     key.assign(key.size(), '#');
     value.assign(value.size(), '#');
+    gone.assign(gone.size(), '#');
     expectKeys.push_back("key" + std::to_string(i));
   }
   ASSERT_EQ(window.size(), 600u);
