@@ -435,7 +435,8 @@ Status DatabaseImpl::replayLog() {
   };
   auto apply = [&](std::span<const LogOp> ops) {
     for (size_t i = 0; i < ops.size();) {
-      const LogOp& op = ops[i++];
+      const size_t at = i++;  // ops[at]; i: the next operation to apply
+      const LogOp& op = ops[at];
       Status st;
       Tree* tree = nullptr;
       if (op.kind == LogOpKind::kCreateTree) {
@@ -457,16 +458,16 @@ Status DatabaseImpl::replayLog() {
         if (last != nullptr && op.kind == LogOpKind::kPatch) {
           st = replayPatch(last, op.key, op.value);
         } else if (last != nullptr) {
-          size_t n = 1;  // the group: this write and the next ones of its tree
-          while (n < kGroup && i - 1 + n < ops.size() && isWrite(ops[i - 1 + n]) && ops[i - 1 + n].tree == op.tree) n++;
+          // The group: ops[at, i), this write and the next ones of its tree.
+          while (i - at < kGroup && i < ops.size() && isWrite(ops[i]) && ops[i].tree == op.tree) i++;
+          const size_t n = i - at;
           hints[0] = hint;
           if (n > 1) {
-            for (size_t k = 0; k < n; k++) keys[k] = asBytes(ops[i - 1 + k].key);
+            for (size_t k = 0; k < n; k++) keys[k] = asBytes(ops[at + k].key);
             last->btree.locateLeaves({keys.data(), n}, {hints.data(), n});
           }
-          for (size_t k = 0; k < n && st.ok(); k++) st = outcome(replayWrite(last, ops[i - 1 + k], &hints[k]));
+          for (size_t k = 0; k < n && st.ok(); k++) st = outcome(replayWrite(last, ops[at + k], &hints[k]));
           hint = hints[n - 1];
-          i += n - 1;
         }
       }
       if (st = outcome(st); !st.ok()) return st;
@@ -485,7 +486,7 @@ Status DatabaseImpl::replayLog() {
   auto prefetch = [&](std::span<const LogOp> ops) {
     std::vector<std::pair<std::string_view, std::vector<std::string_view>>> byTree;
     for (const LogOp& op : ops) {
-      if (op.kind != LogOpKind::kPut && op.kind != LogOpKind::kDelete && op.kind != LogOpKind::kPatch) continue;
+      if (!isWrite(op) && op.kind != LogOpKind::kPatch) continue;
       auto it = std::find_if(byTree.begin(), byTree.end(), [&](const auto& e) { return e.first == op.tree; });
       if (it == byTree.end()) it = byTree.insert(byTree.end(), {op.tree, {}});
       it->second.push_back(op.key);
