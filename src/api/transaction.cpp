@@ -180,7 +180,7 @@ Status TxnImpl::lockKey(TreeImpl* t, std::string_view key) {
     if (Status st = holdGate(); !st.ok()) return st;
   }
   const KeySlot s = t->keyLocks.slot(key);
-  SpinMutex& m = t->keyLocks.at(s.slot);
+  ByteSpinMutex& m = t->keyLocks.at(s.slot);
   if (m.try_lock()) [[likely]] {
     held_.push_back(s);
     return Status::OK();

@@ -12,11 +12,14 @@
 //   KeySlots in ascending order (so two such changes never wait for each other in a
 //   cycle) and unlocks them when it goes. Inside a task (task/scheduler.hpp) a busy lock
 //   suspends the task, not its thread.
-// - The locks are SpinMutexes, 4 bytes each, 16 to a cache line, in an anonymous mapping
-//   of their own (os/anonymous_memory.hpp: all zero is all free): 64 KiB of address space a tree, of
-//   which a 4 KiB page becomes memory once one of its 1,024 locks is first taken, so an
-//   idle tree costs none. Two threads meet on a line only when their keys' numbers share
-//   one. Plain mutexes measured no better (docs/BENCHMARKS.md).
+// - The locks are ByteSpinMutexes (sync/spin_mutex.hpp), one byte each, 64 to a cache
+//   line, in an anonymous mapping of their own (os/anonymous_memory.hpp: all zero is all
+//   free): 16 KiB of address space a tree, of which a 4 KiB page becomes memory once one
+//   of its 4,096 locks is first taken, so an idle tree costs none. One byte rather than a
+//   four-byte futex word so that the locks of the trees in use stay in the CPU's caches:
+//   with four-byte locks, taking one cost a miss to the shared cache about every time
+//   (docs/BENCHMARKS.md, "Stop 50"). Two threads meet on a line only when their keys'
+//   numbers share one. Plain mutexes measured no better (docs/BENCHMARKS.md).
 #pragma once
 
 #include <cstdint>
@@ -54,11 +57,11 @@ class KeyLocks {
   // TPC-C with durability none ran 3% slower with 16,384, 6% with 65,536 (medians of
   // five runs, docs/BENCHMARKS.md, "Stop 46").
   static constexpr size_t kCount = 16384;
-  KeyLocks() : area_(kCount * sizeof(SpinMutex)) {}
-  SpinMutex& of(std::string_view key) { return locks_[slotOf(key)]; }
+  KeyLocks() : area_(kCount * sizeof(ByteSpinMutex)) {}
+  ByteSpinMutex& of(std::string_view key) { return locks_[slotOf(key)]; }
   static uint32_t slotOf(std::string_view key) { return static_cast<uint32_t>(hash(key) % kCount); }
   KeySlot slot(std::string_view key) { return {this, slotOf(key)}; }
-  SpinMutex& at(uint32_t slot) { return locks_[slot]; }
+  ByteSpinMutex& at(uint32_t slot) { return locks_[slot]; }
 
   // Holds the locks of `slots` (ascending, distinct; the span must outlive the Held).
   class Held {
@@ -100,9 +103,8 @@ class KeyLocks {
     return mix64(h);
   }
 
-  static_assert(sizeof(SpinMutex) == 4);
   AnonymousMemory area_;  // zero: free locks
-  SpinMutex* const locks_ = reinterpret_cast<SpinMutex*>(area_.base());
+  ByteSpinMutex* const locks_ = reinterpret_cast<ByteSpinMutex*>(area_.base());
 };
 
 }  // namespace vmstore::internal

@@ -9,8 +9,13 @@
 //   hand-over.
 // - tryLockSpinning(): try_lock, spinning as a waiter does (kSpins times) before it
 //   gives up; never sleeps.
-// - Not fair, not recursive. Four bytes, all zero when free: a table of them may live in
-//   zeroed memory without being constructed (sync/key_locks.hpp).
+// - Not fair, not recursive. All zero when free: a table of them may live in zeroed
+//   memory without being constructed (sync/key_locks.hpp).
+// - SpinMutex is four bytes (a futex word). ByteSpinMutex is one byte, for tables of
+//   many locks that should stay in the CPU's caches (sync/key_locks.hpp); its sleepers
+//   wait through std::atomic<uint8_t>::wait, which the C++ library maps onto a futex of
+//   its own, shared by the bytes that hash alike (a wake-up may be spurious; the waiter
+//   looks again).
 #pragma once
 
 #include <atomic>
@@ -18,14 +23,15 @@
 
 namespace vmstore::internal {
 
-class SpinMutex {
+template <class Word>
+class BasicSpinMutex {
  public:
   void lock() {
     if (try_lock()) [[likely]] return;
     lockSlow();
   }
   bool try_lock() {
-    uint32_t free = kFree;
+    Word free = kFree;
     return word_.compare_exchange_strong(free, kLocked, std::memory_order_acquire, std::memory_order_relaxed);
   }
   bool tryLockSpinning() {
@@ -42,9 +48,9 @@ class SpinMutex {
   }
 
  private:
-  static constexpr uint32_t kFree = 0;
-  static constexpr uint32_t kLocked = 1;     // held, nobody asleep
-  static constexpr uint32_t kContended = 2;  // held, someone may sleep
+  static constexpr Word kFree = 0;
+  static constexpr Word kLocked = 1;     // held, nobody asleep
+  static constexpr Word kContended = 2;  // held, someone may sleep
   static constexpr int kSpins = 200;
 
   void lockSlow() {
@@ -55,7 +61,11 @@ class SpinMutex {
     }
   }
 
-  std::atomic<uint32_t> word_{kFree};
+  std::atomic<Word> word_{kFree};
 };
+
+using SpinMutex = BasicSpinMutex<uint32_t>;
+using ByteSpinMutex = BasicSpinMutex<uint8_t>;
+static_assert(sizeof(SpinMutex) == 4 && sizeof(ByteSpinMutex) == 1);
 
 }  // namespace vmstore::internal
