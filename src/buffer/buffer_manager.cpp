@@ -54,6 +54,7 @@ BufferManager::~BufferManager() { stopProvider(); }
 void BufferManager::startProvider() {
   if (provider_.joinable()) return;
   providerStop_ = false;
+  providerGoal_.store(providerTarget(), std::memory_order_relaxed);
   provider_ = std::thread([this] { providerLoop(); });
   providerOn_.store(true, std::memory_order_release);
 }
@@ -70,8 +71,7 @@ void BufferManager::stopProvider() {
 }
 
 void BufferManager::providerLoop() {
-  const uint64_t target = providerTarget();
-  auto needed = [&] { return physUsed_.load(std::memory_order_seq_cst) + target >= poolPages_; };
+  auto needed = [&] { return physUsed_.load(std::memory_order_seq_cst) + providerGoal() >= poolPages_; };
   bool stalled = false;  // the last round freed nothing
   for (;;) {
     {
@@ -98,10 +98,15 @@ void BufferManager::providerLoop() {
         evictBatch(true);
       } catch (const StorageError&) {
       }
-      if (physUsed_.load(std::memory_order_relaxed) >= before) {
+      const uint64_t after = physUsed_.load(std::memory_order_relaxed);
+      if (after >= before) {
         stalled = true;
         break;
       }
+      // Frames come back in the size of the victims: start the next batch while as many
+      // as this one freed are still free (misses read the goal too).
+      providerGoal_.store(std::clamp<uint64_t>(before - after, providerTarget(), std::max<uint64_t>(providerTarget(), poolPages_ / 16)),
+                          std::memory_order_relaxed);
       std::lock_guard g(providerMutex_);
       if (providerStop_) return;
     }
@@ -357,7 +362,7 @@ void BufferManager::reserveFrame(bool forRead) {
 
 void BufferManager::reservePoolFrame(bool forRead) {
   const bool provider = providerOn_.load(std::memory_order_relaxed);
-  uint64_t headroom = provider ? providerTarget() : std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
+  uint64_t headroom = provider ? providerGoal() : std::min<uint64_t>(kEvictBatch, poolPages_ / 8);
   for (uint64_t attempt = 0;; attempt++) {
     uint64_t used = physUsed_.load(std::memory_order_relaxed);
     if (provider) {

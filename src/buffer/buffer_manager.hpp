@@ -13,9 +13,12 @@
 //   pool is full) before any page becomes resident, so residentPages() <= poolPages()
 //   (+ readReserve() while write-back fails, see below).
 // - The page provider (startProvider(), issue 7 item 5): a background thread that keeps
-//   providerTarget() frames free once the pool fills, evicting (and writing back dirty
-//   pages) in batches, so that a miss rarely evicts inline. A miss that finds fewer free
-//   frames than that wakes it; only a miss that finds none evicts itself. Without it (or
+//   providerGoal() frames free once the pool fills, evicting (and writing back dirty
+//   pages) in batches, so that a miss rarely evicts inline. The goal is providerTarget(),
+//   or as many frames as the provider's last batch freed if that is more (large values:
+//   one span is one victim of many frames), up to a 16th of the pool, so that the next
+//   batch starts while the last one's frames are still free. A miss that finds fewer free
+//   frames than the goal wakes it; only a miss that finds none evicts itself. Without it (or
 //   before it is started) a miss that finds the pool nearly full evicts a batch itself.
 // - Replacement policy (issue 10): by default the clock below, run over the page-state
 //   mark, which costs a hit nothing (an access only clears a mark, in the slow path).
@@ -338,6 +341,7 @@ class BufferManager {
   uint64_t providerTarget() const {
     return std::min<uint64_t>(poolPages_ / 16, std::max<uint64_t>(2 * kEvictBatch, poolPages_ / 128));
   }
+  uint64_t providerGoal() const { return providerGoal_.load(std::memory_order_relaxed); }
   // Where pages go from now on (nullptr: the data file in place). Set before use.
   void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
 
@@ -472,6 +476,7 @@ class BufferManager {
   bool providerStop_ = false;                 // under providerMutex_
   bool providerKicked_ = false;               // under providerMutex_: a miss woke it
   std::atomic<bool> providerOn_{false};       // the thread runs (read by every miss)
+  std::atomic<uint64_t> providerGoal_{0};     // see providerGoal(); set by startProvider()
   alignas(64) std::atomic<bool> providerSleeping_{false};
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   unsigned readAheadPages_ = 0;  // none until setReadAheadPages()

@@ -126,6 +126,51 @@ TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
   bm.unfixS(pid);
 }
 
+// The page provider frees frames ahead in the size of its victims: while it evicts
+// spans of many frames, its goal grows past providerTarget() (to at most a 16th of the
+// pool), so that the next batch starts while the last one's frames are still free; once
+// its victims are single pages again, the goal falls back. Every span reads back intact
+// and the budget holds throughout.
+TEST(VariableSizePages, ProviderKeepsRoomInTheSizeOfItsVictims) {
+  const uint64_t pool = 4096;
+  const uint64_t span = 64;  // 256 KiB values
+  BufferEnv env(pool);
+  BufferManager& bm = *env.bm;
+  bm.startProvider();
+  const uint64_t target = bm.providerTarget();
+  ASSERT_LT(target, pool / 16) << "the test needs room between the target and its cap";
+  EXPECT_EQ(bm.providerGoal(), target);
+  std::vector<uint64_t> spans;
+  uint64_t highest = 0;
+  bool overBudget = false;
+  for (uint64_t i = 0; i < 4 * pool / span; i++) {
+    Page* p = bm.allocSpan(PageKind::kValue, span);
+    const uint64_t pid = p->header.pid;
+    fill(p, span, pid);
+    bm.unfixX(pid);
+    spans.push_back(pid);
+    highest = std::max(highest, bm.providerGoal());
+    overBudget |= bm.residentPages() > bm.poolPages();
+  }
+  EXPECT_GT(highest, target) << "the goal never grew while spans of " << span << " frames were evicted";
+  EXPECT_LE(highest, pool / 16);
+  for (uint64_t pid : spans) {
+    Page* p = bm.fixS(pid, span);
+    EXPECT_TRUE(hasFill(p, span, pid)) << pid;
+    bm.unfixS(pid);
+    overBudget |= bm.residentPages() > bm.poolPages();
+  }
+  // Single pages only from here: batches free fewer frames than the target.
+  for (uint64_t i = 0; i < 4 * pool && bm.providerGoal() != target; i++) {
+    Page* p = bm.allocPage(PageKind::kValue);
+    bm.unfixX(p->header.pid);
+    overBudget |= bm.residentPages() > bm.poolPages();
+  }
+  EXPECT_EQ(bm.providerGoal(), target) << "the goal stayed up after the victims became single pages";
+  EXPECT_FALSE(overBudget);
+  bm.stopProvider();
+}
+
 // A span read in from storage in pieces (more than os/chunked_read.hpp's kChunkBytes)
 // with an arrival: its bytes are handed on in order as they come, the last report is the
 // whole span, and the fix returns it checked. A fix of a resident span hands on nothing.
