@@ -55,7 +55,8 @@ class KeyLocks {
   // task mode thousands of transactions a run were given up; with 16,384 tens, with
   // 65,536 a few. But every write takes a lock, and a larger table costs cache misses:
   // TPC-C with durability none ran 3% slower with 16,384, 6% with 65,536 (medians of
-  // five runs, docs/BENCHMARKS.md, "Stop 46").
+  // five runs, docs/BENCHMARKS.md, "Stop 46", with four-byte locks: 16,384 one-byte
+  // locks take the room 4,096 did then).
   static constexpr size_t kCount = 16384;
   KeyLocks() : area_(kCount * sizeof(ByteSpinMutex)) {}
   ByteSpinMutex& of(std::string_view key) { return locks_[slotOf(key)]; }
