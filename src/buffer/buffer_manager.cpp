@@ -428,24 +428,30 @@ void BufferManager::residentDrop(uint64_t pid, uint64_t frames) {
   if (policy_) policy_->removed(pid);
 }
 
-void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier) {
+void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier,
+                                    uint64_t batch, uint64_t frameCap) {
   // Mark unlocked pages, collect marked ones; shared-lock the dirty ones. With tiers,
   // only pages of `tier`; an unmarked one there (used since the hand last passed) is
   // noted as hot, to move up a tier (promote).
   uint64_t scanned = 0;
   const uint64_t step = 256;
-  while (clean.size() + dirty.size() < kEvictBatch && scanned < resident_.capacity()) {
+  uint64_t frames = 0;
+  while (clean.size() + dirty.size() < batch && frames < frameCap && scanned < resident_.capacity()) {
     resident_.advanceClock(step, [&](uint64_t pid) {
-      if (clean.size() + dirty.size() >= kEvictBatch) return;
+      if (clean.size() + dirty.size() >= batch || frames >= frameCap) return;
       if (tier >= 0 && tiers_->tierOf(pid) != static_cast<unsigned>(tier)) return;
       PageState& ps = state(pid);
       uint64_t w = ps.load();
       uint64_t s = PageState::stateOf(w);
       if (s == PageState::kMarked) {
         if (isDirty(pageAt(pid))) {
-          if (ps.tryLockS(w)) dirty.push_back(pid);
+          if (ps.tryLockS(w)) {
+            dirty.push_back(pid);
+            frames += spanOf(pageAt(pid)->header);
+          }
         } else {
           clean.push_back(pid);
+          frames += spanOf(pageAt(pid)->header);
         }
       } else if (s == PageState::kUnlocked) {
         if (tier > 0) noteHot(static_cast<unsigned>(tier), pid);
@@ -457,7 +463,7 @@ void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<ui
 }
 
 void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty,
-                                     std::vector<uint64_t>& unoffered) {
+                                     std::vector<uint64_t>& unoffered, uint64_t batch, uint64_t frameCap) {
   // The policy's choice, at most one batch. A page locked or in use now is kept (to the
   // policy, a reference). Nobody marks pages under a policy: an unlocked page is
   // evictable. While write-back fails, the policy is asked once more if it offered no
@@ -469,19 +475,20 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
   const uint64_t maxRounds = failing ? 2 : 1;
   // While write-back fails, one dirty candidate per batch (to notice a device with room
   // again); the rest of the batch is for clean pages, which reads need.
-  const uint64_t maxDirty = failing ? 1 : kEvictBatch;
-  uint64_t offered[kEvictBatch];
+  const uint64_t maxDirty = failing ? 1 : batch;
+  uint64_t offered[kProviderBatch];
   uint64_t kept = 0;
+  uint64_t frames = 0;
   for (uint64_t round = 0; round < maxRounds; round++) {
-    if (clean.size() + dirty.size() >= kEvictBatch || (round > 0 && !clean.empty())) break;
-    size_t n = policy_->victims(kEvictBatch, offered);
+    if (clean.size() + dirty.size() >= batch || frames >= frameCap || (round > 0 && !clean.empty())) break;
+    size_t n = policy_->victims(batch, offered);
     if (n == 0) break;
     for (size_t i = 0; i < n; i++) {
       uint64_t pid = offered[i];
       PageState& ps = state(pid);
       uint64_t w = ps.load();
       uint64_t s = PageState::stateOf(w);
-      bool room = clean.size() + dirty.size() < kEvictBatch;
+      bool room = clean.size() + dirty.size() < batch && frames < frameCap;
       bool taken = false;
       if (room && (s == PageState::kUnlocked || s == PageState::kMarked)) {
         if (!isDirty(pageAt(pid))) {
@@ -491,6 +498,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
           dirty.push_back(pid);
           taken = true;
         }
+        if (taken) frames += spanOf(pageAt(pid)->header);
       }
       if (!taken) {
         policy_->kept(pid);
@@ -534,12 +542,17 @@ void BufferManager::evictBatch(bool byProvider, int tier) {
   std::vector<uint64_t> clean;
   std::vector<uint64_t> dirty;
   std::vector<uint64_t> unoffered;  // clean candidates the policy did not offer
+  // A miss that evicts inline needs a frame now: one batch of kEvictBatch victims. The
+  // provider works ahead: its batches take up to kProviderBatch victims and
+  // providerBatchFrames() frames, fewer system calls per page than a miss's.
+  const uint64_t batch = byProvider ? kProviderBatch : kEvictBatch;
+  const uint64_t frameCap = byProvider ? providerBatchFrames() : ~uint64_t{0};
   // (1) choose candidates: the clock, or the policy.
   auto chooseStart = std::chrono::steady_clock::now();
   if (policy_) {
-    policyCandidates(clean, dirty, unoffered);
+    policyCandidates(clean, dirty, unoffered, batch, frameCap);
   } else {
-    clockCandidates(clean, dirty, tier);
+    clockCandidates(clean, dirty, tier, batch, frameCap);
   }
   counters_.add(Counter::kVictimNanos,
                 static_cast<uint64_t>(
@@ -618,7 +631,10 @@ void BufferManager::evictBatch(bool byProvider, int tier) {
   }
   physUsed_.fetch_sub(frames, std::memory_order_relaxed);
   counters_.add(Counter::kEvictions, locked.size());
-  if (byProvider) counters_.add(Counter::kProviderEvictions, locked.size());
+  if (byProvider && !locked.empty()) {
+    counters_.add(Counter::kProviderEvictions, locked.size());
+    counters_.add(Counter::kProviderBatches);
+  }
   counters_.add(Counter::kReleaseCalls, calls);
 }
 

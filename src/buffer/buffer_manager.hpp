@@ -14,7 +14,8 @@
 //   (+ readReserve() while write-back fails, see below).
 // - The page provider (startProvider(), issue 7 item 5): a background thread that keeps
 //   providerGoal() frames free once the pool fills, evicting (and writing back dirty
-//   pages) in batches, so that a miss rarely evicts inline. The goal is providerTarget(),
+//   pages) in batches of up to kProviderBatch victims and providerBatchFrames() frames
+//   (a miss that evicts inline takes kEvictBatch), so that a miss rarely evicts inline. The goal is providerTarget(),
 //   or as many frames as the provider's last batch freed if that is more (large values:
 //   one span is one victim of many frames), up to a 16th of the pool, so that the next
 //   batch starts while the last one's frames are still free. A miss that finds fewer free
@@ -143,7 +144,8 @@ namespace vmstore::internal {
 
 class BufferManager {
  public:
-  static constexpr uint64_t kEvictBatch = 64;
+  static constexpr uint64_t kEvictBatch = 64;     // victims of one inline eviction
+  static constexpr uint64_t kProviderBatch = 256;  // victims of one of the provider's
   static constexpr uint64_t kMinPoolPages = 256;
 
   // file: the data file (it need not be open yet). pageCount: pages it holds (ids
@@ -342,6 +344,11 @@ class BufferManager {
     return std::min<uint64_t>(poolPages_ / 16, std::max<uint64_t>(2 * kEvictBatch, poolPages_ / 128));
   }
   uint64_t providerGoal() const { return providerGoal_.load(std::memory_order_relaxed); }
+  // Frames one of the provider's batches takes at most (its victims may be spans): a
+  // 16th of the pool, at most 16 MiB, at least an inline batch's kEvictBatch.
+  uint64_t providerBatchFrames() const {
+    return std::max<uint64_t>(kEvictBatch, std::min<uint64_t>(4096, poolPages_ / 16));
+  }
   // Where pages go from now on (nullptr: the data file in place). Set before use.
   void setStore(PageStore* store) { store_ = store ? store : &fileStore_; }
 
@@ -396,8 +403,10 @@ class BufferManager {
   void backLarge(uint64_t pid, uint64_t pages);
   void residentDrop(uint64_t pid, uint64_t frames);
   // Step (1) of an eviction: candidates by clock (of one tier: tier >= 0) or by the policy.
-  void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier = -1);
-  void policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, std::vector<uint64_t>& unoffered);
+  void clockCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, int tier, uint64_t batch,
+                       uint64_t frameCap);
+  void policyCandidates(std::vector<uint64_t>& clean, std::vector<uint64_t>& dirty, std::vector<uint64_t>& unoffered,
+                        uint64_t batch, uint64_t frameCap);
   uint64_t optimisticBeginSlow(uint64_t pid);
   void reserveFrame(bool forRead);  // a pool frame, and with tiers a frame of tier 0
   void reservePoolFrame(bool forRead);

@@ -19,7 +19,8 @@
 
 namespace vmstore::internal {
 
-// kProviderEvictions: the part of kEvictions the page provider did (the rest was inline).
+// kProviderEvictions: the part of kEvictions the page provider did (the rest was inline);
+// kProviderBatches: the provider's batches that evicted something.
 // kReadAheadPages: the part of kMisses read ahead of need (BufferManager::readAhead).
 // kHugePageBytes: bytes of large variable-size pages backed by huge pages when filled.
 // kVictimNanos: time spent choosing eviction candidates (clock sweep or the policy's
@@ -32,6 +33,7 @@ enum class Counter : int {
   kRestarts,
   kReleaseCalls,
   kProviderEvictions,
+  kProviderBatches,
   kReadAheadPages,
   kHugePageBytes,
   kVictimNanos,

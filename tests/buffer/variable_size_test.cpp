@@ -126,11 +126,13 @@ TEST(VariableSizePages, AllocatedWholeEvictedWholeAndReadBackWithOneRead) {
   bm.unfixS(pid);
 }
 
-// The page provider frees frames ahead in the size of its victims: while it evicts
-// spans of many frames, its goal grows past providerTarget() (to at most a 16th of the
-// pool), so that the next batch starts while the last one's frames are still free; once
-// its victims are single pages again, the goal falls back. Every span reads back intact
-// and the budget holds throughout.
+// The page provider works in batches of its own: up to kProviderBatch victims and
+// providerBatchFrames() frames (a miss that evicts inline takes kEvictBatch victims). Its
+// goal of free frames grows past providerTarget() to what its last batch freed (at most a
+// 16th of the pool), so that the next batch starts while the last one's frames are still
+// free. Spans of 64 frames, then single pages: the goal grows, no batch exceeds its
+// frames, batches of single pages take more than kEvictBatch victims, every page reads
+// back intact, and the budget holds throughout.
 TEST(VariableSizePages, ProviderKeepsRoomInTheSizeOfItsVictims) {
   const uint64_t pool = 4096;
   const uint64_t span = 64;  // 256 KiB values
@@ -138,7 +140,7 @@ TEST(VariableSizePages, ProviderKeepsRoomInTheSizeOfItsVictims) {
   BufferManager& bm = *env.bm;
   bm.startProvider();
   const uint64_t target = bm.providerTarget();
-  ASSERT_LT(target, pool / 16) << "the test needs room between the target and its cap";
+  ASSERT_LT(target, bm.providerBatchFrames()) << "the test needs room between the target and a batch";
   EXPECT_EQ(bm.providerGoal(), target);
   std::vector<uint64_t> spans;
   uint64_t highest = 0;
@@ -153,20 +155,35 @@ TEST(VariableSizePages, ProviderKeepsRoomInTheSizeOfItsVictims) {
     overBudget |= bm.residentPages() > bm.poolPages();
   }
   EXPECT_GT(highest, target) << "the goal never grew while spans of " << span << " frames were evicted";
-  EXPECT_LE(highest, pool / 16);
+  EXPECT_LE(highest, std::min(pool / 16, bm.providerBatchFrames()));
   for (uint64_t pid : spans) {
     Page* p = bm.fixS(pid, span);
     EXPECT_TRUE(hasFill(p, span, pid)) << pid;
     bm.unfixS(pid);
     overBudget |= bm.residentPages() > bm.poolPages();
   }
-  // Single pages only from here: batches free fewer frames than the target.
-  for (uint64_t i = 0; i < 4 * pool && bm.providerGoal() != target; i++) {
+  // Single pages: the provider's batches take more victims than an inline one.
+  const uint64_t evictedBefore = bm.counters().sum(vmstore::internal::Counter::kProviderEvictions);
+  const uint64_t batchesBefore = bm.counters().sum(vmstore::internal::Counter::kProviderBatches);
+  std::vector<uint64_t> pages;
+  for (uint64_t i = 0; i < 4 * pool; i++) {
     Page* p = bm.allocPage(PageKind::kValue);
-    bm.unfixX(p->header.pid);
+    const uint64_t pid = p->header.pid;
+    fill(p, 1, pid);
+    bm.unfixX(pid);
+    pages.push_back(pid);
     overBudget |= bm.residentPages() > bm.poolPages();
   }
-  EXPECT_EQ(bm.providerGoal(), target) << "the goal stayed up after the victims became single pages";
+  const uint64_t evicted = bm.counters().sum(vmstore::internal::Counter::kProviderEvictions) - evictedBefore;
+  const uint64_t batches = bm.counters().sum(vmstore::internal::Counter::kProviderBatches) - batchesBefore;
+  ASSERT_GT(batches, 0u) << "the provider never evicted";
+  EXPECT_GT(evicted / batches, BufferManager::kEvictBatch) << evicted << " pages in " << batches << " batches";
+  EXPECT_LE(bm.providerGoal(), bm.providerBatchFrames());
+  for (uint64_t pid : pages) {
+    Page* p = bm.fixS(pid);
+    EXPECT_TRUE(hasFill(p, 1, pid)) << pid;
+    bm.unfixS(pid);
+  }
   EXPECT_FALSE(overBudget);
   bm.stopProvider();
 }
