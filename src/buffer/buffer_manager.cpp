@@ -479,33 +479,49 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
   uint64_t offered[kProviderBatch];
   uint64_t kept = 0;
   uint64_t frames = 0;
+  const bool capped = frameCap != ~uint64_t{0};
   for (uint64_t round = 0; round < maxRounds; round++) {
     if (clean.size() + dirty.size() >= batch || frames >= frameCap || (round > 0 && !clean.empty())) break;
-    size_t n = policy_->victims(batch, offered);
-    if (n == 0) break;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t pid = offered[i];
-      PageState& ps = state(pid);
-      uint64_t w = ps.load();
-      uint64_t s = PageState::stateOf(w);
-      bool room = clean.size() + dirty.size() < batch && frames < frameCap;
-      bool taken = false;
-      if (room && (s == PageState::kUnlocked || s == PageState::kMarked)) {
-        if (!isDirty(pageAt(pid))) {
-          clean.push_back(pid);
-          taken = true;
-        } else if (dirty.size() < maxDirty && ps.tryLockS(w)) {
-          dirty.push_back(pid);
-          taken = true;
+    // Under a frame limit (the provider's batches) the policy is asked a piece at a
+    // time, each no larger than the frames left allow at the victims' size so far (or
+    // the last batch's): a victim offered and not taken counts to the policy as a use,
+    // so offering 256 spans to take 40 would reorder it. Otherwise one ask.
+    for (;;) {
+      const uint64_t had = clean.size() + dirty.size();
+      uint64_t want = batch - had;
+      if (capped) {
+        const uint64_t per = had > 0 ? std::max<uint64_t>(1, frames / had) : framesPerVictim_;
+        want = std::min<uint64_t>(want, std::max<uint64_t>(1, (frameCap - frames + per - 1) / per));
+      }
+      size_t n = policy_->victims(want, offered);
+      if (n == 0) break;
+      for (size_t i = 0; i < n; i++) {
+        uint64_t pid = offered[i];
+        PageState& ps = state(pid);
+        uint64_t w = ps.load();
+        uint64_t s = PageState::stateOf(w);
+        bool room = clean.size() + dirty.size() < batch && frames < frameCap;
+        bool taken = false;
+        if (room && (s == PageState::kUnlocked || s == PageState::kMarked)) {
+          if (!isDirty(pageAt(pid))) {
+            clean.push_back(pid);
+            taken = true;
+          } else if (dirty.size() < maxDirty && ps.tryLockS(w)) {
+            dirty.push_back(pid);
+            taken = true;
+          }
+          if (taken) frames += spanOf(pageAt(pid)->header);
         }
-        if (taken) frames += spanOf(pageAt(pid)->header);
+        if (!taken) {
+          policy_->kept(pid);
+          kept++;
+        }
       }
-      if (!taken) {
-        policy_->kept(pid);
-        kept++;
-      }
+      const uint64_t now = clean.size() + dirty.size();
+      if (!capped || n < want || now == had || now >= batch || frames >= frameCap) break;
     }
   }
+  if (capped && clean.size() + dirty.size() > 0) framesPerVictim_ = std::max<uint64_t>(1, frames / (clean.size() + dirty.size()));
   if (kept) counters_.add(Counter::kVictimsKept, kept);
   if (failing && clean.empty()) {
     // The policy's order offered only dirty pages (2Q, say, offers all of Am before the

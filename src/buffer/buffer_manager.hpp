@@ -15,7 +15,8 @@
 // - The page provider (startProvider(), issue 7 item 5): a background thread that keeps
 //   providerGoal() frames free once the pool fills, evicting (and writing back dirty
 //   pages) in batches of up to kProviderBatch victims and providerBatchFrames() frames
-//   (a miss that evicts inline takes kEvictBatch), so that a miss rarely evicts inline. The goal is providerTarget(),
+//   (a miss that evicts inline takes kEvictBatch), so that a miss rarely evicts inline.
+//   The goal is providerTarget(),
 //   or as many frames as the provider's last batch freed if that is more (large values:
 //   one span is one victim of many frames), up to a 16th of the pool, so that the next
 //   batch starts while the last one's frames are still free. A miss that finds fewer free
@@ -486,6 +487,7 @@ class BufferManager {
   bool providerKicked_ = false;               // under providerMutex_: a miss woke it
   std::atomic<bool> providerOn_{false};       // the thread runs (read by every miss)
   std::atomic<uint64_t> providerGoal_{0};     // see providerGoal(); set by startProvider()
+  uint64_t framesPerVictim_ = 1;              // of the last frame-limited batch; under evictMutex_
   alignas(64) std::atomic<bool> providerSleeping_{false};
   std::atomic<uint8_t> dirtyTag_{tagOf(0)};
   unsigned readAheadPages_ = 0;  // none until setReadAheadPages()
