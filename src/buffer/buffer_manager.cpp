@@ -105,8 +105,9 @@ void BufferManager::providerLoop() {
       }
       // Frames come back in the size of the victims: start the next batch while as many
       // as this one freed are still free (misses read the goal too).
-      const uint64_t cap = std::max<uint64_t>(providerTarget(), poolPages_ / 16);
-      providerGoal_.store(std::clamp<uint64_t>(before - after, providerTarget(), cap), std::memory_order_relaxed);
+      // providerTarget() is at most a 16th of the pool, so the bounds are in order.
+      providerGoal_.store(std::clamp<uint64_t>(before - after, providerTarget(), poolPages_ / 16),
+                          std::memory_order_relaxed);
       std::lock_guard g(providerMutex_);
       if (providerStop_) return;
     }

@@ -16,12 +16,12 @@
 //   providerGoal() frames free once the pool fills, evicting (and writing back dirty
 //   pages) in batches of up to kProviderBatch victims and providerBatchFrames() frames
 //   (a miss that evicts inline takes kEvictBatch), so that a miss rarely evicts inline.
-//   The goal is providerTarget(),
-//   or as many frames as the provider's last batch freed if that is more (large values:
-//   one span is one victim of many frames), up to a 16th of the pool, so that the next
-//   batch starts while the last one's frames are still free. A miss that finds fewer free
-//   frames than the goal wakes it; only a miss that finds none evicts itself. Without it (or
-//   before it is started) a miss that finds the pool nearly full evicts a batch itself.
+//   The goal is providerTarget(), or as many frames as the provider's last batch freed
+//   if that is more (large values: one span is one victim of many frames), up to a 16th
+//   of the pool, so that the next batch starts while the last one's frames are still
+//   free. A miss that finds fewer free frames than the goal wakes it; only a miss that
+//   finds none evicts itself. Without it (or before it is started) a miss that finds the
+//   pool nearly full evicts a batch itself.
 // - Replacement policy (issue 10): by default the clock below, run over the page-state
 //   mark, which costs a hit nothing (an access only clears a mark, in the slow path).
 //   setPolicy(p) (before use) replaces it with any Policy (src/policy/policy.hpp): the
