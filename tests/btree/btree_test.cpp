@@ -175,6 +175,28 @@ TEST(BTree, EmptyTree) {
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
+// One string reused across gets (its room kept) takes each value's length and bytes,
+// shorter or longer than the last, inline or in a value page.
+TEST(BTree, GetIntoAReusedStringTakesEachValueWhole) {
+  BufferEnv env(treePool());
+  BTree t(*env.bm, BTree::create(*env.bm));
+  const std::vector<size_t> sizes = {0, 100, 5, 3000, 17, 0, 9000, 15, 16, 1};
+  for (size_t i = 0; i < sizes.size(); i++) {
+    std::string v(sizes[i], static_cast<char>('a' + i));
+    if (!v.empty()) v.back() = 'z';
+    t.put(asBytes("k" + std::to_string(i)), asBytes(v));
+  }
+  std::string out(50, '#');
+  for (int round = 0; round < 2; round++) {
+    for (size_t i = 0; i < sizes.size(); i++) {
+      std::string want(sizes[i], static_cast<char>('a' + i));
+      if (!want.empty()) want.back() = 'z';
+      ASSERT_TRUE(t.getString(asBytes("k" + std::to_string(i)), &out)) << i;
+      ASSERT_EQ(out, want) << "value " << i << " after a value of another length";
+    }
+  }
+}
+
 // updateInPlace: a value of the same size is written over the old one in the leaf (the
 // slot and the heap stay as they were); anything else is left to the caller.
 TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
