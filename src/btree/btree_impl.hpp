@@ -42,7 +42,7 @@ constexpr size_t kValueHeader = offsetof(ValuePage, data);
 // The ids a value of len bytes takes.
 constexpr uint64_t valuePages(uint64_t len) { return (kValueHeader + len + kPageSize - 1) / kPageSize; }
 static_assert(valuePages(kMaxValueSize) <= kMaxSpanPages);
-// Whether a page reached through a value reference of len bytes is that value's page.
+
 // *out = the n bytes at p. A string reused across reads (as callers of get do) has the
 // room already: its length is set and the bytes copied, without std::string::assign's
 // general path (40 of a lookup's 1,739 instructions, callgrind).
@@ -55,6 +55,7 @@ inline void assignBytes(std::string* out, const uint8_t* p, size_t n) {
   std::memcpy(out->data(), p, n);
 }
 
+// Whether a page reached through a value reference of len bytes is that value's page.
 inline bool isValuePage(const ValuePage* value, uint64_t len) {
   return value->page.kind == PageKind::kValue && value->len == len;
 }

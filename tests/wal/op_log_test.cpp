@@ -452,9 +452,6 @@ TEST(OpLog, RecordsInTheRingSurviveACrashOfTheProcess) {
 // With a 1 MiB log_size the ring is 64 KiB: records over 16 KiB, and records that find
 // the ring full of records not yet written out, go to the file directly. Four threads
 // mix both, with flushes now and then; every record replays, in the order of its LSN.
-// Four writers append records of 100-400 bytes and every seventh of 20 KB (larger than
-// a quarter of the 64 KiB ring) into a 1 MiB log, waiting for every 50th; all replay in
-// order, whole.
 void largeRecordsGoToTheFile(Durability durability) {
   ScratchDir dir;
   constexpr int kThreads = 4;
