@@ -153,10 +153,11 @@ class Worker {
   // code reads them.
   template <class KeyOf>
   void readMany(int table, size_t n, KeyOf&& keyOf) {
-    keys_.resize(n);
+    // keys_, values_ and found_ grow and never shrink: stock-level reads up to 200 rows,
+    // new-order 15, and a string destroyed by a shrink would be allocated again by the
+    // next stock-level (as 185 keys were zero-filled again by each resize upward).
+    if (keys_.size() < n) keys_.resize(n);
     keyViews_.resize(n);
-    // Grown, never shrunk: stock-level reads up to 200 rows, new-order 15, and a string
-    // destroyed by a shrink would be allocated again by the next stock-level.
     Session::growTo(n, &values_, &found_);
     for (size_t i = 0; i < n; i++) keys_[i] = keyOf(i);
     if (!sh_.getMany) {
