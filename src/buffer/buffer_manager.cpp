@@ -445,15 +445,14 @@ void BufferManager::clockCandidates(std::vector<uint64_t>& clean, std::vector<ui
       uint64_t w = ps.load();
       uint64_t s = PageState::stateOf(w);
       if (s == PageState::kMarked) {
-        if (isDirty(pageAt(pid))) {
-          if (ps.tryLockS(w)) {
-            dirty.push_back(pid);
-            frames += spanOf(pageAt(pid)->header);
-          }
-        } else {
+        if (!isDirty(pageAt(pid))) {
           clean.push_back(pid);
-          frames += spanOf(pageAt(pid)->header);
+        } else if (ps.tryLockS(w)) {
+          dirty.push_back(pid);
+        } else {
+          return;  // in use now: not a candidate
         }
+        frames += spanOf(pageAt(pid)->header);
       } else if (s == PageState::kUnlocked) {
         if (tier > 0) noteHot(static_cast<unsigned>(tier), pid);
         ps.tryMark(w);
@@ -481,6 +480,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
   uint64_t kept = 0;
   uint64_t frames = 0;
   const bool capped = frameCap != ~uint64_t{0};
+  auto framesEach = [&](uint64_t victims) { return std::max<uint64_t>(1, frames / victims); };
   for (uint64_t round = 0; round < maxRounds; round++) {
     if (clean.size() + dirty.size() >= batch || frames >= frameCap || (round > 0 && !clean.empty())) break;
     // Under a frame limit (the provider's batches) the policy is asked a piece at a
@@ -491,7 +491,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
       const uint64_t had = clean.size() + dirty.size();
       uint64_t want = batch - had;
       if (capped) {
-        const uint64_t per = had > 0 ? std::max<uint64_t>(1, frames / had) : framesPerVictim_;
+        const uint64_t per = had > 0 ? framesEach(had) : framesPerVictim_;
         want = std::min<uint64_t>(want, std::max<uint64_t>(1, (frameCap - frames + per - 1) / per));
       }
       size_t n = policy_->victims(want, offered);
@@ -522,7 +522,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
       if (!capped || n < want || now == had || now >= batch || frames >= frameCap) break;
     }
   }
-  if (capped && clean.size() + dirty.size() > 0) framesPerVictim_ = std::max<uint64_t>(1, frames / (clean.size() + dirty.size()));
+  if (capped && clean.size() + dirty.size() > 0) framesPerVictim_ = framesEach(clean.size() + dirty.size());
   if (kept) counters_.add(Counter::kVictimsKept, kept);
   if (failing && clean.empty()) {
     // The policy's order offered only dirty pages (2Q, say, offers all of Am before the
