@@ -94,7 +94,7 @@ Status Tree::getMany(std::span<const std::string_view> keys, std::vector<std::st
   statuses->assign(keys.size(), Status::OK());
   Status st = impl_->db->getMany(
       impl_, keys, *statuses,
-      [&](size_t i, internal::Bytes value) { (*values)[i].assign(reinterpret_cast<const char*>(value.data()), value.size()); },
+      [&](size_t i, internal::Bytes value) { internal::assignBytes(&(*values)[i], value.data(), value.size()); },
       [&](size_t i) { return impl_->db->get(impl_, keys[i], &(*values)[i]); });
   // Empty unless OK (values may hold a caller's earlier results, or a torn copy).
   for (size_t i = 0; i < keys.size(); i++) {

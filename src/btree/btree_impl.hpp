@@ -43,18 +43,6 @@ constexpr size_t kValueHeader = offsetof(ValuePage, data);
 constexpr uint64_t valuePages(uint64_t len) { return (kValueHeader + len + kPageSize - 1) / kPageSize; }
 static_assert(valuePages(kMaxValueSize) <= kMaxSpanPages);
 
-// *out = the n bytes at p. A string reused across reads (as callers of get do) has the
-// room already: its length is set and the bytes copied, without std::string::assign's
-// general path (40 of a lookup's 1,739 instructions, callgrind).
-inline void assignBytes(std::string* out, const uint8_t* p, size_t n) {
-  if (n > out->capacity()) {
-    out->assign(reinterpret_cast<const char*>(p), n);
-    return;
-  }
-  out->resize(n);
-  std::memcpy(out->data(), p, n);
-}
-
 // Whether a page reached through a value reference of len bytes is that value's page.
 inline bool isValuePage(const ValuePage* value, uint64_t len) {
   return value->page.kind == PageKind::kValue && value->len == len;

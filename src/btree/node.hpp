@@ -35,6 +35,18 @@ inline Bytes asBytes(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
+// *out = the n bytes at p. A string reused across reads (as callers of get do) has the
+// room already: its length is set and the bytes copied, without std::string::assign's
+// general path (40 of a lookup's 1,739 instructions, callgrind).
+inline void assignBytes(std::string* out, const uint8_t* p, size_t n) {
+  if (n > out->capacity()) {
+    out->assign(reinterpret_cast<const char*>(p), n);
+    return;
+  }
+  out->resize(n);
+  std::memcpy(out->data(), p, n);
+}
+
 struct BTreeNode {
   struct Slot {
     uint16_t offset;
