@@ -98,6 +98,13 @@ struct Options {
   // With async durability, the log is flushed to stable storage at least this often (in
   // milliseconds, 1 .. 60000). Default 100.
   uint32_t sync_interval_ms = 100;
+  // With sync durability in task mode (vmstore/tasks.hpp): how long, in microseconds,
+  // the flush a committing task asks for may wait for more commits to share it while
+  // the worker threads have other tasks to run (group commit: fewer, larger flushes, so
+  // less CPU per commit). A thread with no other task to run ends the wait at once, so
+  // a lone committer never waits for it. 0: flush at once. Config commit_delay (0 ..
+  // 100000). Default 500. Threads outside tasks flush at once.
+  uint32_t commit_delay_us = 500;
   // The write-ahead log's two files stay below this size together: a background
   // checkpoint starts when the log passes a quarter of it, and a writer whose log file
   // reaches half of it waits for that checkpoint. Default 1 GiB; 1 MiB .. 64 GiB.

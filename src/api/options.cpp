@@ -171,6 +171,13 @@ Status Options::parse(std::string_view config, Options* out) {
                                        "' is not a number of milliseconds from 1 to 60000");
       }
       o.sync_interval_ms = static_cast<uint32_t>(ms);
+    } else if (key == "commit_delay") {
+      uint64_t us;
+      if (!parseCount(value, 0, 100000, &us)) {
+        return Status::InvalidArgument("config commit_delay='" + std::string(value) +
+                                       "' is not a number of microseconds from 0 to 100000");
+      }
+      o.commit_delay_us = static_cast<uint32_t>(us);
     } else if (key == "read_ahead") {
       uint64_t pages;
       if (!parseCount(value, 0, kMaxReadAhead, &pages)) {
@@ -228,7 +235,7 @@ Status Options::parse(std::string_view config, Options* out) {
       o.log_size = size;
     } else {
       return Status::InvalidArgument("unknown config key '" + std::string(key) +
-                                     "' (known: pool_size, create, max_size, durability, sync_interval, "
+                                     "' (known: pool_size, create, max_size, durability, sync_interval, commit_delay, "
                                      "log_size, log_zero_fill, direct_io, io, page_provider, huge_pages, read_ahead, policy, resident_set, trace, "
                                      "tiers, migrate_batch, migrate)");
     }

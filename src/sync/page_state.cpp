@@ -1,12 +1,8 @@
 #include "sync/page_state.hpp"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <climits>
 #include <thread>
 
+#include "sync/futex.hpp"
 #include "task/scheduler.hpp"
 
 namespace vmstore::internal {
@@ -65,11 +61,11 @@ void PageState::waitChange(uint64_t observed) {
     if (!word_.compare_exchange_strong(observed, parked, std::memory_order_relaxed)) return;
   }
   uint32_t expect = static_cast<uint32_t>(parked >> 32);
-  syscall(SYS_futex, upperHalf(&word_), FUTEX_WAIT_PRIVATE, expect, nullptr, nullptr, 0);
+  futexWait(upperHalf(&word_), expect);
 }
 
 void PageState::wakeAll() {
-  syscall(SYS_futex, upperHalf(&word_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  futexWake(upperHalf(&word_));
 }
 
 }  // namespace vmstore::internal

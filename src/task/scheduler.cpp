@@ -348,6 +348,15 @@ void Scheduler::waitChange(const std::atomic<uint32_t>& word, uint32_t old) {
   impl_->suspend();
 }
 
+bool Scheduler::othersRunnable() const {
+  const Impl* impl = impl_.get();
+  if (!impl->ready.empty() || impl->inFlight > 0 || impl->unsubmitted > 0) return true;
+  for (const Impl::Parked& p : impl->parked) {
+    if (p.word->load(std::memory_order_acquire) != p.old) return true;
+  }
+  return false;
+}
+
 template <class Prep>
 bool Scheduler::Impl::queue(Kind kind, Prep&& prep) {
 #ifdef VMSTORE_HAVE_LIBURING

@@ -33,6 +33,10 @@
 //   between rounds. When every task of the thread waits so and no request is in flight,
 //   the thread sleeps on the word (std::atomic::wait) if they all wait on one word,
 //   else it yields the CPU between looks. A spurious return is allowed: callers loop.
+// - othersRunnable() (inside a task): whether the thread has other work if the caller
+//   suspends now: another task ready, a request queued or in flight, or a waiting task
+//   whose word has changed. false means the thread would sleep, so a wait that may be
+//   stretched to gather more work (the log's group commit) should end at once.
 // - Each task switch swaps the thread's C++ exception-handling state, so a task may
 //   suspend inside a catch handler.
 // - Stacks are stackBytes each (default kStackBytes), taken from a pool the scheduler
@@ -82,6 +86,7 @@ class Scheduler {
   void yield();
   void waiting();
   void waitChange(const std::atomic<uint32_t>& word, uint32_t old);
+  bool othersRunnable() const;
   ssize_t pread(int fd, void* buf, size_t n, uint64_t off);
   // Inside a task: fdatasync(fd) through the ring, suspending the task; 0 or -errno.
   int fdatasync(int fd);

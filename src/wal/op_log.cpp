@@ -15,6 +15,7 @@
 #include "task/cooperative.hpp"
 #include "task/scheduler.hpp"
 #include "os/io.hpp"
+#include "sync/futex.hpp"
 
 namespace vmstore::internal {
 
@@ -552,6 +553,10 @@ Status OpLog::waitDurable(uint64_t lsn) {
       uint32_t events = flushEvents_.load(std::memory_order_acquire);
       if (failed_.load(std::memory_order_acquire)) return failure();
       if (durable_.load(std::memory_order_acquire) >= lsn) break;
+      if (!s->othersRunnable()) {  // this thread would sleep: no more gathering
+        hurry_.fetch_add(1, std::memory_order_release);
+        futexWake(hurry_);
+      }
       s->waitChange(flushEvents_, events);
     }
     return Status::OK();
@@ -659,6 +664,7 @@ void OpLog::committerLoop() {
   while (!stopCommitter_.load(std::memory_order_acquire)) {
     const uint32_t seq = requestSeq_.load(std::memory_order_acquire);
     if (wanted()) {
+      gatherCommits();
       (void)waitDurable(requested_.load(std::memory_order_acquire));  // flushes, or waits for one
       continue;
     }
@@ -666,6 +672,22 @@ void OpLog::committerLoop() {
     if (!wanted() && !stopCommitter_.load(std::memory_order_acquire)) requestSeq_.wait(seq, std::memory_order_acquire);
     committerAsleep_.store(false, std::memory_order_relaxed);
   }
+}
+
+void OpLog::gatherCommits() {
+  // Every worker thread that waits counts as a hurry and ends the wait, so a lone
+  // committing task never waits longer than before; a thread that still has tasks to
+  // run lets the flush wait for theirs.
+  if (options_.commit_delay_us == 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.commit_delay_us);
+  for (;;) {
+    const uint32_t h = hurry_.load(std::memory_order_acquire);
+    if (h != hurrySeen_ || stopCommitter_.load(std::memory_order_acquire)) break;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) break;
+    futexWait(hurry_, h, left);
+  }
+  hurrySeen_ = hurry_.load(std::memory_order_acquire);
 }
 
 void OpLog::preparerLoop() {
@@ -717,6 +739,8 @@ Status OpLog::close() {
     stopCommitter_.store(true, std::memory_order_release);
     requestSeq_.fetch_add(1, std::memory_order_seq_cst);
     requestSeq_.notify_all();
+    hurry_.fetch_add(1, std::memory_order_release);
+    futexWake(hurry_);
     committer_.join();
     stopCommitter_.store(false, std::memory_order_relaxed);
   }

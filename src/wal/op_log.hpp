@@ -27,7 +27,10 @@
 //   waitDurable(lsn) returns once everything up to lsn is on stable storage; concurrent
 //   waiters share one flush (group commit: whoever finds no flush running writes out
 //   and syncs everything appended so far, the file before the last cut first if needed;
-//   the others wait for it). With async durability a background thread flushes every
+//   the others wait for it). Waiters inside tasks (task mode) ask a committer thread to
+//   flush instead; it first waits up to commit_delay_us for more commits to share the
+//   flush, while their threads have other tasks to run, and flushes at once when a
+//   waiter's thread has nothing else to run (Scheduler::othersRunnable). With async durability a background thread flushes every
 //   sync_interval_ms. With sync durability and log_zero_fill, a background thread (the
 //   preparer) keeps the current file zero-filled and synced a few MiB ahead of the
 //   appends: a flush then writes into initialized blocks, and its fdatasync does not
@@ -177,6 +180,9 @@ class OpLog {
   void flusherLoop();   // async
   void preparerLoop();  // sync
   void committerLoop();  // sync: flushes for waiters inside tasks
+  // The committer's wait before a flush, for more commits to share it: up to
+  // commit_delay_us, ended early by a waiter whose thread has nothing else to run.
+  void gatherCommits();
   void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
 
   Options options_;
@@ -226,6 +232,10 @@ class OpLog {
   alignas(64) std::atomic<uint64_t> requested_{0};  // the highest LSN a task waits for
   std::atomic<uint32_t> requestSeq_{0};             // counts requests: the committer sleeps on it
   std::atomic<bool> committerAsleep_{false};
+  // Counts waiters whose thread has nothing else to run: the committer's gathering wait
+  // (commit_delay_us) ends at once when it moves.
+  std::atomic<uint32_t> hurry_{0};
+  uint32_t hurrySeen_ = 0;  // hurry_ as the committer last saw it (its thread only)
   std::atomic<bool> stopCommitter_{false};
   std::thread committer_;
 

@@ -294,6 +294,7 @@ TEST(CApiOpen, BadConfigIsEinvalAndCreatesNothing) {
       "log_size=65G",      "log_size=big",          "direct_io=sometimes",  "direct_io=",
       "io=async",          "io=",                   "io=URING",             "page_provider=maybe",  "log_zero_fill=maybe",
       "page_provider=",    "huge_pages=maybe",      "huge_pages=",          "huge_pages=TRUE",
+      "commit_delay=100001", "commit_delay=-1",     "commit_delay=1ms",     "commit_delay=",
   };
   int i = 0;
   for (const char* config : bad) {
@@ -340,7 +341,9 @@ TEST(CApiOpen, GoodConfigs) {
                         "log_size=1M,sync_interval=60000,direct_io=true",
                         "io=sync,page_provider=false",
                         "io=uring,page_provider=true",
-                        "durability=sync,log_zero_fill=false"};
+                        "durability=sync,log_zero_fill=false",
+                        "durability=sync,commit_delay=0",
+                        "durability=sync,commit_delay=100000"};
   int i = 0;
   for (const char* config : good) {
     SCOPED_TRACE(config == nullptr ? "(NULL)" : config);

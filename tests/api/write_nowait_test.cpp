@@ -3,11 +3,13 @@
 // durability mode, power cuts through the fault layer, a failed flush, and many tasks
 // sharing flushes.
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "../e2e/test_util.hpp"
 #include "os/fault_io.hpp"
+#include "task/scheduler.hpp"
 #include "vmstore.h"
 #include "vmstore/tasks.hpp"
 
@@ -217,6 +219,70 @@ TEST(WriteNoWait, TasksReleasingTheirLockEarlyShareFlushes) {
   EXPECT_GT(used, 0u);
   EXPECT_LT(used, static_cast<uint64_t>(kTasks * kEach) / 4) << "batches did not share flushes";
   ASSERT_TRUE(db->close().ok());
+}
+
+// Group commit in task mode (commit_delay): a thread's tasks that commit in one round
+// share one flush, the committer waiting until the last of them finds nothing else to
+// run; a task alone on its thread never waits for the delay.
+TEST(WriteNoWait, TasksOfOneRoundShareOneFlushAndALoneTaskIsNotDelayed) {
+  std::string dir = freshDir();
+  auto db = openDb(dir, "pool_size=4M,durability=sync,commit_delay=100000");  // 100 ms
+  ASSERT_TRUE(db);
+  vmstore::Tree* t;
+  ASSERT_TRUE(db->openTree("t", true, &t).ok());
+  std::atomic<int> failures{0};
+  auto putAndWait = [&](const std::string& key) {
+    vmstore::WriteBatch b;
+    uint64_t commit = 0;
+    if (!b.put(t, key, key).ok() || !db->writeNoWait(b, &commit).ok() || !db->waitDurable(commit).ok()) failures++;
+  };
+  const int kTasks = 8;
+  uint64_t flushes = db->stats().log_flushes;
+  {
+    std::unique_ptr<vmstore::TaskPool> pool;
+    ASSERT_TRUE(vmstore::TaskPool::create(1, kTasks, &pool).ok());
+    std::atomic<int> started{0};
+    for (int task = 0; task < kTasks; task++) {
+      pool->submit([&, task] {
+        // All of them ready before any commits: each but the last leaves others to run.
+        started++;
+        while (started.load() < kTasks) vmstore::internal::task::Scheduler::current()->yield();
+        putAndWait(numKey("round", static_cast<uint64_t>(task)));
+      });
+    }
+    ASSERT_TRUE(pool->wait().ok());
+  }
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(db->stats().log_flushes - flushes, 1u) << "one round of commits, one flush";
+
+  const int kCommits = 10;  // at 100 ms each if the delay applied: 1 s
+  flushes = db->stats().log_flushes;
+  auto begin = std::chrono::steady_clock::now();
+  {
+    std::unique_ptr<vmstore::TaskPool> pool;
+    ASSERT_TRUE(vmstore::TaskPool::create(1, 1, &pool).ok());
+    pool->submit([&] {
+      for (int i = 0; i < kCommits; i++) putAndWait(numKey("lone", static_cast<uint64_t>(i)));
+    });
+    ASSERT_TRUE(pool->wait().ok());
+  }
+  auto took = std::chrono::steady_clock::now() - begin;
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(db->stats().log_flushes - flushes, static_cast<uint64_t>(kCommits));
+  EXPECT_LT(took, std::chrono::milliseconds(500)) << "a lone task waited for the commit delay";
+  ASSERT_TRUE(db->close().ok());
+  db = openDb(dir, "pool_size=4M");
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->openTree("t", false, &t).ok());
+  std::string v;
+  for (int i = 0; i < kTasks; i++) {
+    std::string key = numKey("round", static_cast<uint64_t>(i));
+    EXPECT_TRUE(t->get(key, &v).ok() && v == key) << key;
+  }
+  for (int i = 0; i < kCommits; i++) {
+    std::string key = numKey("lone", static_cast<uint64_t>(i));
+    EXPECT_TRUE(t->get(key, &v).ok() && v == key) << key;
+  }
 }
 
 }  // namespace
