@@ -30,11 +30,12 @@
 //   the others wait for it). Waiters inside tasks (task mode) ask a committer thread to
 //   flush instead; it first waits up to commit_delay_us for more commits to share the
 //   flush, while their threads have other tasks to run, and flushes at once when a
-//   waiter's thread has nothing else to run (Scheduler::othersRunnable). With async durability a background thread flushes every
-//   sync_interval_ms. With sync durability and log_zero_fill, a background thread (the
-//   preparer) keeps the current file zero-filled and synced a few MiB ahead of the
-//   appends: a flush then writes into initialized blocks, and its fdatasync does not
-//   also convert freshly allocated (unwritten) extents, a metadata write of its own.
+//   waiter's thread has nothing else to run (Scheduler::othersRunnable). With async
+//   durability a background thread flushes every sync_interval_ms. With sync
+//   durability and log_zero_fill, a background thread (the preparer) keeps the current
+//   file zero-filled and synced a few MiB ahead of the appends: a flush then writes
+//   into initialized blocks, and its fdatasync does not also convert freshly allocated
+//   (unwritten) extents, a metadata write of its own.
 //   The zeros go only past the last appended record, under the append lock; a failed
 //   zero write only stops the zero-filling, a failed sync of it fails the log.
 // - LSNs count bytes appended since open, across files and intervals.
