@@ -93,6 +93,11 @@ const char* vms_last_error(void);
  *                    only vms_sync/vms_close are durable, a crash reopens at the last one
  *   sync_interval=MS with async, the log is flushed at least this often (1..60000,
  *                    default 100)
+ *   commit_delay=US  with sync in task mode (vms_tasks_*): a flush that committing
+ *                    tasks ask for may wait this many microseconds for more commits
+ *                    while the worker threads have other tasks to run; a thread with
+ *                    nothing else to run ends the wait at once (0..100000, default
+ *                    500; 0: flush at once)
  *   log_size=SIZE    bound of the log's two files together: a checkpoint starts when
  *                    the log passes a quarter of it, and a writer whose log file
  *                    reaches half of it waits for that checkpoint (1M..64G, default 1G)
