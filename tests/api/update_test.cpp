@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <cstring>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "../e2e/test_util.hpp"
+#include "os/fault_io.hpp"
 #include "vmstore.h"
 
 namespace {
@@ -459,16 +461,35 @@ TEST(UpdateConcurrency, UpdatesAndPutsOfTheSameKeysLoseNothing) {
 
 // A log file that fills up while updates run: the update that finds it full lets a
 // checkpoint switch files and calls its function again on the value as it is then.
-// Nothing is lost, and every update returns OK.
+// Nothing is lost, and every update returns OK. The checkpoints' page writes are held
+// (the fault layer keeps them waiting) until the updates stop making progress, so the
+// log file fills before a checkpoint can let it switch, however fast the checkpointer
+// is beside the updates (under ThreadSanitizer it used to keep up).
 TEST(UpdateDurability, FullLogFileReRunsTheFunctionAndLosesNothing) {
+  FaultScope faults;
   std::string dir = freshDir();
   auto db = openDb(dir, "pool_size=8M,durability=async,log_size=1M");
   ASSERT_TRUE(db);
   vmstore::Tree* t;
   VMS_ASSERT_OK(db->openTree("", true, &t));
-  uint64_t calls = 0, updates = 0;
+  faults.io().hold(vmstore::internal::FaultIo::Op::kWrite, "data.vms");
+  std::atomic<uint64_t> calls{0};
+  std::atomic<bool> done{false};
+  std::thread releaser([&] {
+    // The updater waits for the held checkpoint once the log file is full: no call for
+    // 200 ms while a page write is held. Then the checkpoint may go on.
+    uint64_t last = calls.load();
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const uint64_t now = calls.load();
+      if (now == last && faults.io().holding() > 0) break;
+      last = now;
+    }
+    faults.io().unhold();
+  });
+  uint64_t updates = 0;
   uint64_t expect = 0;
-  for (; updates < 20000 && (calls == updates || updates < 2000); updates++) {
+  for (; updates < 20000 && (calls.load() == updates || updates < 2000); updates++) {
     std::string next;
     VMS_ASSERT_OK(t->update("counter", [&](OptView cur) {
       calls++;
@@ -478,7 +499,10 @@ TEST(UpdateDurability, FullLogFileReRunsTheFunctionAndLosesNothing) {
     }));
     expect++;
   }
-  EXPECT_GT(calls, updates) << "the log file never filled up before its checkpoint; the re-run was not exercised";
+  done = true;
+  releaser.join();
+  faults.io().unhold();
+  EXPECT_GT(calls.load(), updates) << "the log file never filled up before its checkpoint; the re-run was not exercised";
   std::string v;
   VMS_ASSERT_OK(t->get("counter", &v));
   EXPECT_EQ(asU64(v), expect);
