@@ -36,6 +36,27 @@ bool parseCount(std::string_view v, uint64_t min, uint64_t max, uint64_t* out) {
   return true;
 }
 
+// The options that take a plain number in a range (config KEY=N, no size suffix).
+struct CountKey {
+  std::string_view key;
+  uint32_t Options::*field;
+  uint32_t min, max;
+  const char* unit;  // for the error message: "a number of UNIT from MIN to MAX"
+};
+constexpr CountKey kCountKeys[] = {
+    {"sync_interval", &Options::sync_interval_ms, 1, 60000, "milliseconds"},
+    {"commit_delay", &Options::commit_delay_us, 0, 100000, "microseconds"},
+    {"read_ahead", &Options::read_ahead, 0, kMaxReadAhead, "pages"},
+    {"migrate_batch", &Options::migrate_batch, 1, 4096, "pages"},
+};
+
+const CountKey* countKey(std::string_view key) {
+  for (const CountKey& c : kCountKeys) {
+    if (c.key == key) return &c;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool parseSize(std::string_view text, uint64_t* out) {
@@ -164,27 +185,14 @@ Status Options::parse(std::string_view config, Options* out) {
       } else {
         return Status::InvalidArgument("config durability='" + std::string(value) + "' is not sync, async or none");
       }
-    } else if (key == "sync_interval") {
-      uint64_t ms;
-      if (!parseCount(value, 1, 60000, &ms)) {
-        return Status::InvalidArgument("config sync_interval='" + std::string(value) +
-                                       "' is not a number of milliseconds from 1 to 60000");
+    } else if (const CountKey* count = countKey(key)) {
+      uint64_t n;
+      if (!parseCount(value, count->min, count->max, &n)) {
+        return Status::InvalidArgument("config " + std::string(key) + "='" + std::string(value) + "' is not a number of " +
+                                       count->unit + " from " + std::to_string(count->min) + " to " +
+                                       std::to_string(count->max));
       }
-      o.sync_interval_ms = static_cast<uint32_t>(ms);
-    } else if (key == "commit_delay") {
-      uint64_t us;
-      if (!parseCount(value, 0, 100000, &us)) {
-        return Status::InvalidArgument("config commit_delay='" + std::string(value) +
-                                       "' is not a number of microseconds from 0 to 100000");
-      }
-      o.commit_delay_us = static_cast<uint32_t>(us);
-    } else if (key == "read_ahead") {
-      uint64_t pages;
-      if (!parseCount(value, 0, kMaxReadAhead, &pages)) {
-        return Status::InvalidArgument("config read_ahead='" + std::string(value) + "' is not a number of pages from 0 to " +
-                                       std::to_string(kMaxReadAhead));
-      }
-      o.read_ahead = static_cast<uint32_t>(pages);
+      o.*(count->field) = static_cast<uint32_t>(n);
     } else if (key == "policy") {
       if (internal::policySummary(std::string(value)).empty()) {
         std::string known;
@@ -208,13 +216,6 @@ Status Options::parse(std::string_view config, Options* out) {
       Status st = parseTiers(value, &o.tiers);
       if (!st.ok()) return st;
       tiersGiven = true;
-    } else if (key == "migrate_batch") {
-      uint64_t pages;
-      if (!parseCount(value, 1, 4096, &pages)) {
-        return Status::InvalidArgument("config migrate_batch='" + std::string(value) +
-                                       "' is not a number of pages from 1 to 4096");
-      }
-      o.migrate_batch = static_cast<uint32_t>(pages);
     } else if (key == "migrate") {
       if (value == "move_pages") {
         o.migrate = MigrateMode::kMovePages;

@@ -206,13 +206,14 @@ struct Scheduler::Impl {
     Task* task;
     const std::atomic<uint32_t>* word;
     uint32_t old;
+    bool changed() const { return word->load(std::memory_order_acquire) != old; }
   };
 
   // Makes the parked tasks whose word changed ready again.
   void wakeParked() {
     size_t kept = 0;
     for (const Parked& p : parked) {
-      if (p.word->load(std::memory_order_acquire) != p.old) {
+      if (p.changed()) {
         ready.push_back(p.task);
       } else {
         parked[kept++] = p;
@@ -351,10 +352,7 @@ void Scheduler::waitChange(const std::atomic<uint32_t>& word, uint32_t old) {
 bool Scheduler::othersRunnable() const {
   const Impl* impl = impl_.get();
   if (!impl->ready.empty() || impl->inFlight > 0 || impl->unsubmitted > 0) return true;
-  for (const Impl::Parked& p : impl->parked) {
-    if (p.word->load(std::memory_order_acquire) != p.old) return true;
-  }
-  return false;
+  return std::any_of(impl->parked.begin(), impl->parked.end(), [](const Impl::Parked& p) { return p.changed(); });
 }
 
 template <class Prep>

@@ -675,9 +675,9 @@ void OpLog::committerLoop() {
 }
 
 void OpLog::gatherCommits() {
-  // Every worker thread that waits counts as a hurry and ends the wait, so a lone
-  // committing task never waits longer than before; a thread that still has tasks to
-  // run lets the flush wait for theirs.
+  // A waiter whose thread has nothing else to run bumps hurry_ and ends the wait, so a
+  // lone committing task never waits longer than before; while the threads still have
+  // tasks to run, the flush waits for their commits, up to the delay.
   if (options_.commit_delay_us == 0) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.commit_delay_us);
   for (;;) {
