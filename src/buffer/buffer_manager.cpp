@@ -92,22 +92,22 @@ void BufferManager::providerLoop() {
     // the misses then evict (or fail) inline.
     stalled = false;
     while (needed()) {
-      uint64_t before = physUsed_.load(std::memory_order_relaxed);
+      uint64_t freed = 0;
       try {
         std::lock_guard g(evictMutex_);
-        evictBatch(true);
+        freed = evictBatch(true);
       } catch (const StorageError&) {
       }
-      const uint64_t after = physUsed_.load(std::memory_order_relaxed);
-      if (after >= before) {
+      if (freed == 0) {
         stalled = true;
         break;
       }
       // Frames come back in the size of the victims: start the next batch while as many
-      // as this one freed are still free (misses read the goal too).
+      // as this one freed are still free (misses read the goal too). What the batch
+      // freed, not how far physUsed_ fell: frames taken meanwhile by other threads would
+      // make a batch of large victims look small.
       // providerTarget() is at most a 16th of the pool, so the bounds are in order.
-      providerGoal_.store(std::clamp<uint64_t>(before - after, providerTarget(), poolPages_ / 16),
-                          std::memory_order_relaxed);
+      providerGoal_.store(std::clamp<uint64_t>(freed, providerTarget(), poolPages_ / 16), std::memory_order_relaxed);
       std::lock_guard g(providerMutex_);
       if (providerStop_) return;
     }
@@ -552,7 +552,7 @@ void BufferManager::policyCandidates(std::vector<uint64_t>& clean, std::vector<u
   }
 }
 
-void BufferManager::evictBatch(bool byProvider, int tier) {
+uint64_t BufferManager::evictBatch(bool byProvider, int tier) {
   // With tiers, pages leave memory from the slowest tier (unless told another).
   if (tiers_ && tier < 0) tier = static_cast<int>(tiers_->last());
   if (!evicted_.load(std::memory_order_relaxed)) evicted_.store(true, std::memory_order_relaxed);
@@ -615,7 +615,7 @@ void BufferManager::evictBatch(bool byProvider, int tier) {
   }
   if (locked.empty()) {
     if (!st.ok()) throw StorageError(st);
-    return;
+    return 0;
   }
   // (4) one batched page-table change for all of them (a variable-size page: all its
   // frames). If the kernel fails part-way, some frames are already zero: every page of
@@ -653,6 +653,7 @@ void BufferManager::evictBatch(bool byProvider, int tier) {
     counters_.add(Counter::kProviderBatches);
   }
   counters_.add(Counter::kReleaseCalls, calls);
+  return frames;
 }
 
 Status BufferManager::writePages(std::span<const uint64_t> pids) {

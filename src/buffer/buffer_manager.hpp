@@ -423,7 +423,8 @@ class BufferManager {
   uint64_t readReserve() const { return std::max<uint64_t>(16, poolPages_ / 16); }
   void releaseFrame(uint64_t pid, uint64_t pages = 1);  // a failed read-in: give the frames back
   // Caller holds evictMutex_. tier: of that tier only (-1: with tiers, the last).
-  void evictBatch(bool byProvider = false, int tier = -1);
+  // Returns the frames it freed (0: nothing could be evicted).
+  uint64_t evictBatch(bool byProvider = false, int tier = -1);
   // Memory tiers (tiering.cpp); all but reserveTopFrames with evictMutex_ held.
   void reserveTopFrames(uint64_t n);
   uint64_t migrationRound(unsigned from) const;
