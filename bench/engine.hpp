@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -53,6 +54,9 @@ struct EngineConfig {
   Durability durability = Durability::kNone;  // see the contract above
   bool syncIo = false;  // vmstore: config io=sync (misses in tasks block the thread)
   std::string vmstoreConfig;  // vmstore: more config keys ("page_provider=false,..."), applied last
+  // vmstore: whether a workload's transactions (Session::begin .. commit) run as
+  // vmstore::Transaction; unset: unless durability is none (--transactions).
+  std::optional<bool> transactions;
   // The largest value the workload writes, in bytes; 0: small values (the record and
   // TPC-C workloads). Adapters size what depends on it (docs/ENGINES.md, "Large values").
   uint64_t maxValueBytes = 0;

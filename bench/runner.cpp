@@ -282,6 +282,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   config.durability = opts.durability;
   config.syncIo = opts.syncIo;
   config.vmstoreConfig = opts.vmstoreConfig;
+  config.transactions = opts.transactions;
   engine->open(config, workload->tables());
   bool open = true;
   // Closes the engine on every path out (an error while it runs included).
@@ -494,6 +495,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
          << ",\"tpcc_locks\":" << jsonString(opts.tpccLocks ? "on" : "off")
          << ",\"tpcc_get_many\":" << jsonString(opts.tpccGetMany ? "on" : "off");
   }
+  if (opts.transactions) json << ",\"transactions\":" << jsonString(*opts.transactions ? "on" : "off");
   if (opts.check) json << ",\"check\":" << (result.ok ? "\"ok\"" : "\"failed\"");
   json << "}";
   result.json = json.str();

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,7 @@ struct RunOptions {
   unsigned inflight = 0;
   bool syncIo = false;  // vmstore config io=sync instead of io=uring
   std::string vmstoreConfig;  // vmstore: extra config keys (--vmstore-config)
+  std::optional<bool> transactions;  // vmstore: EngineConfig::transactions (--transactions)
   unsigned batch = 0;   // lookup: keys per Session::getMany call (0: one get per lookup)
   uint64_t scanLength = 0;  // scan: entries per scan (0: the workload's default)
   // tpcc: each transaction on a uniformly random warehouse (as the original vmcache code

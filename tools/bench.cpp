@@ -29,7 +29,7 @@ void printBenchHelp() {
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
       "                     [--tpcc-warehouse=home|random] [--tpcc-locks=on|off]\n"
-      "                     [--tpcc-get-many=on|off]\n"
+      "                     [--tpcc-get-many=on|off] [--transactions=on|off]\n"
       "                     [--warmup=S] [--trace=FILE]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
@@ -76,6 +76,9 @@ void printBenchHelp() {
       "the original vmcache code runs it (for comparing with it; not with --check).\n"
       "--tpcc-get-many=off (tpcc): new-order's item reads and stock-level's stock reads\n"
       "one get each, as the original vmcache code reads them; default on: one getMany.\n"
+      "--transactions=on|off (vmstore): whether a workload's transactions run as\n"
+      "vmstore::Transaction (default: unless --durability=none); with none and on, what\n"
+      "transactions cost without the log.\n"
       "\n"
       "workloads:        %s\n"
       "micro-benchmarks: %s\n"
@@ -165,6 +168,7 @@ int cmdBench(int argc, char** argv) {
              {"tpcc-warehouse", true},
              {"tpcc-locks", true},
              {"tpcc-get-many", true},
+             {"transactions", true},
              {"warmup", true},
              {"trace", true},
              {"vmstore-config", true}});
@@ -219,6 +223,12 @@ int cmdBench(int argc, char** argv) {
                      "TPC-C's consistency conditions (drop --check, or use --tpcc-locks=on)");
   }
   opts.vmstoreConfig = args.str("vmstore-config", "");
+  if (args.has("transactions")) {
+    const std::string v = args.str("transactions", "");
+    if (v != "on" && v != "off") throw UsageError("--transactions=" + v + ": use on or off");
+    if (opts.engine != "vmstore") throw UsageError("--transactions is for --engine=vmstore");
+    opts.transactions = v == "on";
+  }
   if (args.has("trace")) {
     // The page-reference string of the run, for `vmstore sim` (config trace=FILE).
     const std::string trace = args.str("trace", "");

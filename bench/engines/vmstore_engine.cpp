@@ -7,7 +7,8 @@
 // vmcache paper measured; async: each write's log record is in the OS page cache when
 // the call returns, the log synced every sync_interval, 100 ms; sync: each write returns
 // once its log record is fdatasync'ed, concurrent writers sharing one flush).
-// Transactions: with durability sync and async, the writes between begin() and commit()
+// Transactions: with durability sync and async (or with --transactions=on, whatever the
+// durability; --transactions=off: never), the writes between begin() and commit()
 // go through a vmstore::Transaction (vmstore/transaction.hpp): each is applied in place
 // at once (reads and scans, plain Tree calls, see it) and holds its key's lock; commit()
 // writes one log record for all of them, so a transaction costs one record and (sync)
@@ -18,8 +19,9 @@
 // without a transaction's locks, undo image and buffers. A write the transaction gives up (Busy: a wait for a key's lock that
 // could be a cycle) aborts it and throws TransactionConflict. commitNoWait() is
 // Transaction::commitNoWait and waitDurable() waits for its log flush (early lock
-// release: the workload lets go of its locks in between). With none, begin()/commit()
-// are no-ops and every put and del is a write of its own, as the vmcache paper measured.
+// release: the workload lets go of its locks in between). Without transactions (none, by
+// default), begin()/commit() are no-ops and every put and del is a write of its own, as
+// the vmcache paper measured.
 // A load's groups (beginLoad) are batches under sync: the writes are kept in the session
 // (PendingWrites: its reads, scans included, see them) and written at commit() as one
 // atomic batch (Database::write); a group of one write is written as that one put or
@@ -208,6 +210,7 @@ class VmstoreEngine : public Engine {
     Status parsed = Options::parse(config.vmstoreConfig, &options);
     if (!parsed.ok()) throw std::invalid_argument("--vmstore-config: " + parsed.toString());
     durability_ = options.durability;
+    transactional_ = config.transactions.value_or(durability_ != Durability::kNone);
     Status s = Database::open(config.dir, options, &db_);
     if (!s.ok()) fail("open", s);
     trees_.clear();
@@ -260,13 +263,14 @@ class VmstoreEngine : public Engine {
   Database* db() const { return db_.get(); }
   // A load's groups (beginLoad) are batches.
   bool buffersTransactions() const { return durability_ == Durability::kSync; }
-  // begin() opens a Transaction.
-  bool transactional() const { return durability_ != Durability::kNone; }
+  // begin() opens a Transaction (EngineConfig::transactions).
+  bool transactional() const { return transactional_; }
 
  private:
   std::unique_ptr<Database> db_;
   std::vector<Tree*> trees_;
   Durability durability_ = Durability::kSync;
+  bool transactional_ = true;
 };
 
 void VmstoreSession::begin() {

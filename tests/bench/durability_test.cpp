@@ -24,6 +24,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine.hpp"
@@ -368,6 +369,43 @@ TEST(BenchDurability, VmstoreTransactionWritesInPlaceCommitsOnceAndAbortPutsBack
     EXPECT_EQ(v, "2");
     s->abort();
     EXPECT_FALSE(other->get(0, "two", &v));
+    engine->close();
+    std::filesystem::remove_all(config.dir);
+  }
+}
+
+// EngineConfig::transactions (--transactions): on with none, a transaction's writes go
+// through a vmstore::Transaction (abort puts them back) and nothing is logged; off with
+// async, every write is its own (abort keeps them).
+TEST(BenchDurability, VmstoreTransactionsOnOrOffWhateverTheDurability) {
+  for (const auto& [d, on] : {std::pair{Durability::kNone, true}, std::pair{Durability::kAsync, false}}) {
+    SCOPED_TRACE(std::string(durabilityName(d)) + (on ? ", transactions on" : ", transactions off"));
+    std::unique_ptr<Engine> engine = makeEngine("vmstore");
+    EngineConfig config;
+    config.dir = scratch(std::string("vmstore_txn_") + durabilityName(d));
+    config.poolBytes = 16 << 20;
+    config.threads = 1;
+    config.durability = d;
+    config.transactions = on;
+    engine->open(config, {"t"});
+    std::unique_ptr<Session> s = engine->session();
+    std::string v;
+    s->begin();
+    s->put(0, "one", "1");
+    s->put(0, "two", "2");
+    s->del(0, "absent");
+    s->abort();
+    EXPECT_EQ(s->get(0, "one", &v), !on);
+    EXPECT_EQ(s->get(0, "two", &v), !on);
+    s->begin();
+    s->put(0, "three", "3");
+    s->put(0, "four", "4");
+    s->commit();
+    ASSERT_TRUE(s->get(0, "four", &v));
+    EXPECT_EQ(v, "4");
+    s.reset();
+    const EngineStats stats = engine->stats();
+    if (d == Durability::kNone) EXPECT_EQ(stats.logBytes, 0u) << "a transaction without the log logged";
     engine->close();
     std::filesystem::remove_all(config.dir);
   }
