@@ -17,8 +17,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
