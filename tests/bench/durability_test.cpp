@@ -14,6 +14,8 @@
 // - vmstore in sync mode: a transaction of several writes is one batch (about one log
 //   sync), and its reads and scans (both directions) see its own writes merged with the
 //   stored entries; abort drops them.
+// - vmstore's transactions on or off whatever the durability (EngineConfig::transactions,
+//   --transactions): abort puts back only when on; none logs nothing either way.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
