@@ -430,14 +430,17 @@ Status OpLog::writeOutTo(uint64_t lsn) {
 }
 
 void OpLog::fail(const Status& st) {
-  {
-    std::lock_guard g(syncMutex_);
-    if (failed_.load(std::memory_order_acquire)) return;
-    failure_ = st;
-  }
-  failed_.store(true, std::memory_order_release);
-  advanceDurable(0);  // wakes the waiters, which find the failure
+  std::unique_lock g(syncMutex_);
+  if (failed_.load(std::memory_order_acquire)) return;
+  failure_ = st;
+  failed_.store(true, std::memory_order_release);  // no flush or append from here on
+  // Told before any waiter can return the failure: failure() takes syncMutex_, held
+  // until the database knows. A waiter that returned it and wrote again would otherwise
+  // find the database still writable, and a change it then applied (not logged, not
+  // acknowledged) could reach a checkpoint that commits it.
   if (onSyncFailure) onSyncFailure(st);
+  g.unlock();
+  advanceDurable(0);  // wakes the waiters, which find the failure
 }
 
 Status OpLog::reserve(size_t bytes) {

@@ -43,7 +43,8 @@
 //   device fails that write (NoSpace) before it changes anything; Busy means the file
 //   is full and a checkpoint's cut must switch files first.
 // - A failed fdatasync or write-out is never retried: failure() reports it from then
-//   on, every waitDurable fails with it, and onSyncFailure (if set) is told once. A
+//   on, every waitDurable fails with it, and onSyncFailure (if set) is told once,
+//   before any waitDurable or failure() returns it (it must not call into the log). A
 //   record whose direct write failed is not in the log: append() still returns its
 //   LSN, and failure() says so (the caller checks it after appending). Once the log
 //   has failed, append() stores nothing (it still returns an LSN; failure() says so):

@@ -591,6 +591,34 @@ TEST(OpLog, FailedFlushIsNeverRetried) {
   EXPECT_EQ(f.faults.calls(FaultIo::Op::kSync), syncs) << "a failed flush was retried";
 }
 
+// onSyncFailure is told before any waiter wakes with the failure: a waiter that then
+// writes again must find the database read-only already. Two threads wait for one
+// record; the failure's callback takes 100 ms; neither may return before it is done.
+TEST(OpLog, AFailedFlushIsToldBeforeItsWaitersWake) {
+  LogOnFaults f(noZeroFill());
+  ASSERT_TRUE(f.opened);
+  std::atomic<bool> told{false};
+  f.log.onSyncFailure = [&](const Status&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    told = true;
+  };
+  f.faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});
+  LogOp op{LogOpKind::kPut, "", "k", "v"};
+  const uint64_t lsn = logOne(f.log, op);
+  ASSERT_NE(lsn, 0u);
+  std::atomic<int> early{0};
+  auto wait = [&] {
+    Status s = f.log.waitDurable(lsn);
+    EXPECT_EQ(s.code(), Status::Code::kIOError) << s.toString();
+    if (!told) early++;
+  };
+  std::thread a(wait), b(wait);
+  a.join();
+  b.join();
+  EXPECT_EQ(early.load(), 0) << "a waiter woke with the failure before onSyncFailure was done";
+  EXPECT_TRUE(told);
+}
+
 // Durability sync writes its records out with pwrite at the flush: a failed write-out
 // fails the log like a failed sync, once, and nothing is written again.
 TEST(OpLog, FailedWriteOutIsNeverRetried) {
