@@ -209,12 +209,17 @@ int cmdBench(int argc, char** argv) {
   }
   if (args.has("tpcc-warehouse") && opts.workload != "tpcc") throw UsageError("--tpcc-warehouse is for tpcc");
   opts.tpccRandomWarehouse = warehouse == "random";
-  // --NAME=on|off of the tpcc workload (default on).
-  auto tpccSwitch = [&](const std::string& name) {
+  // --NAME=on|off (default on).
+  auto onOff = [&](const std::string& name) {
     const std::string v = args.str(name, "on");
     if (v != "on" && v != "off") throw UsageError("--" + name + "=" + v + ": use on or off");
-    if (args.has(name) && opts.workload != "tpcc") throw UsageError("--" + name + " is for tpcc");
     return v == "on";
+  };
+  // ... of the tpcc workload.
+  auto tpccSwitch = [&](const std::string& name) {
+    const bool on = onOff(name);
+    if (args.has(name) && opts.workload != "tpcc") throw UsageError("--" + name + " is for tpcc");
+    return on;
   };
   opts.tpccLocks = tpccSwitch("tpcc-locks");
   opts.tpccGetMany = tpccSwitch("tpcc-get-many");
@@ -224,10 +229,9 @@ int cmdBench(int argc, char** argv) {
   }
   opts.vmstoreConfig = args.str("vmstore-config", "");
   if (args.has("transactions")) {
-    const std::string v = args.str("transactions", "");
-    if (v != "on" && v != "off") throw UsageError("--transactions=" + v + ": use on or off");
+    const bool on = onOff("transactions");
     if (opts.engine != "vmstore") throw UsageError("--transactions is for --engine=vmstore");
-    opts.transactions = v == "on";
+    opts.transactions = on;
   }
   if (args.has("trace")) {
     // The page-reference string of the run, for `vmstore sim` (config trace=FILE).
