@@ -613,11 +613,12 @@ Status OpLog::waitDurable(uint64_t lsn) {
       }
     }
     flushes_.fetch_add(1, std::memory_order_relaxed);
+    // Failed before the next flusher may start: it then finds the failure (writeOutTo
+    // returns it) instead of syncing again, where the error, reported once, would not
+    // show and records past the lost ones would count as durable.
+    if (!st.ok()) fail(st);
     flushing_.store(false, std::memory_order_release);
-    if (!st.ok()) {
-      fail(st);
-      return st;
-    }
+    if (!st.ok()) return st;
     advanceDurable(target);
   }
   return Status::OK();
