@@ -613,6 +613,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
       }
     }
     flushes_.fetch_add(1, std::memory_order_relaxed);
+    if (st.ok()) st = preparerSyncOutcome();
     // Failed before the next flusher may start: it then finds the failure (writeOutTo
     // returns it) instead of syncing again, where the error, reported once, would not
     // show and records past the lost ones would count as durable.
@@ -622,6 +623,21 @@ Status OpLog::waitDurable(uint64_t lsn) {
     advanceDurable(target);
   }
   return Status::OK();
+}
+
+Status OpLog::preparerSyncOutcome() {
+  // The preparer syncs the same descriptor outside flushing_. A sync error is reported
+  // once: if its sync took it, this flush's syncs returned 0 although records written out
+  // beside its zeros may be lost. It fails the log before its count turns even again.
+  for (uint32_t n = preparerSyncs_.load(std::memory_order_acquire); n % 2 == 1;
+       n = preparerSyncs_.load(std::memory_order_acquire)) {
+    if (task::Scheduler* s = task::Scheduler::current()) {
+      s->waitChange(preparerSyncs_, n);
+    } else {
+      preparerSyncs_.wait(n, std::memory_order_acquire);
+    }
+  }
+  return failure();
 }
 
 Status OpLog::failure() {
@@ -731,10 +747,14 @@ void OpLog::prepareAhead() {
   if (seg == nullptr || failed_.load(std::memory_order_acquire)) return;
   // A failed sync may have dropped records written out beside the zeros, and the next
   // sync of the same descriptor would not report it again: the log fails.
-  if (io().fdatasync(seg->fd, seg->path) != 0) {
-    fail(ioStatus("cannot sync log " + seg->path, errno));
-    return;
-  }
+  // Odd while it runs, and the failure recorded before it turns even: a flush whose own
+  // sync succeeded meanwhile may have missed the error this one took.
+  preparerSyncs_.fetch_add(1, std::memory_order_acq_rel);
+  const int err = io().fdatasync(seg->fd, seg->path) != 0 ? errno : 0;
+  if (err != 0) fail(ioStatus("cannot sync log " + seg->path, err));
+  preparerSyncs_.fetch_add(1, std::memory_order_release);
+  preparerSyncs_.notify_all();
+  if (err != 0) return;
   ask(prepareWanted_);  // after a cut, or more to do: look again
 }
 

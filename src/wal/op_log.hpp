@@ -37,7 +37,9 @@
 //   into initialized blocks, and its fdatasync does not also convert freshly allocated
 //   (unwritten) extents, a metadata write of its own.
 //   The zeros go only past the last appended record, under the append lock; a failed
-//   zero write only stops the zero-filling, a failed sync of it fails the log.
+//   zero write only stops the zero-filling, a failed sync of it fails the log, and a
+//   flush whose own syncs succeeded while it ran reports that failure too (the error is
+//   reported once, and the zero-fill's sync may have taken it from the flush's pages).
 // - LSNs count bytes appended since open, across files and intervals.
 // - reserve() makes room for a record before the write it logs is applied, so a full
 //   device fails that write (NoSpace) before it changes anything; Busy means the file
@@ -186,6 +188,9 @@ class OpLog {
   // commit_delay_us, ended early by a waiter whose thread has nothing else to run.
   void gatherCommits();
   void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
+  // After a flush's own syncs succeeded: waits until no sync of the preparer is running,
+  // then returns the log's failure (OK if none).
+  Status preparerSyncOutcome();
 
   Options options_;
   std::string dir_;
@@ -224,6 +229,9 @@ class OpLog {
   alignas(64) std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
   std::atomic<bool> flushing_{false};     // a thread is in fdatasync for everyone
   std::atomic<uint32_t> flushEvents_{0};  // counts flush ends: what waiters sleep on
+  // Odd while the preparer syncs its zeros: a flush that succeeds meanwhile waits for that
+  // sync's outcome (preparerSyncOutcome), which may have taken the file's error.
+  std::atomic<uint32_t> preparerSyncs_{0};
   std::atomic<bool> failed_{false};
   std::mutex syncMutex_;                  // failure_, stop_, wake_
   Status failure_;

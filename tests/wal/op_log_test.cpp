@@ -818,6 +818,35 @@ TEST(OpLog, AFailedSyncOfTheZeroFillFailsTheLog) {
   EXPECT_EQ(f.told, 1);
 }
 
+// A flush whose own sync succeeds while the zero-fill's sync of the same file fails
+// does not count its records durable: the error, reported once, may be of pages the
+// flush wrote out, and the zero-fill's sync took it. Both syncs are held until both are
+// in flight; which goes on first (and fails) is up to the scheduler, so the run is
+// repeated: when the flush's own sync fails, it reports that.
+TEST(OpLog, AFlushBesideAFailingSyncOfTheZeroFillFails) {
+  for (int round = 0; round < 8; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    LogOnFaults f(logOptions());
+    ASSERT_TRUE(f.opened);
+    f.faults.hold(FaultIo::Op::kSync, "log-");
+    LogOp op{LogOpKind::kPut, "", "k", "v"};
+    const uint64_t lsn = logOne(f.log, op);  // asks the preparer, whose sync is held
+    ASSERT_NE(lsn, 0u);
+    for (int i = 0; i < 1000 && f.faults.holding() < 1; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(f.faults.holding(), 1u) << "the zero-fill did not sync";
+    Status flushed;
+    std::thread flusher([&] { flushed = f.log.waitDurable(lsn); });
+    for (int i = 0; i < 1000 && f.faults.holding() < 2; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(f.faults.holding(), 2u) << "the flush did not sync";
+    f.faults.fail({FaultIo::Op::kSync, "log-", 0, 1, EIO});  // the first to go on
+    f.faults.unhold();
+    flusher.join();
+    EXPECT_EQ(flushed.code(), Status::Code::kIOError) << flushed.toString();
+    EXPECT_EQ(f.log.failure().code(), Status::Code::kIOError);
+    EXPECT_EQ(f.told, 1);
+  }
+}
+
 // A failed write of zeros only stops the zero-fill: records go on being written and
 // synced.
 TEST(OpLog, AFailedWriteOfTheZeroFillLosesNothing) {
