@@ -19,8 +19,15 @@
 //   file with pwrite, in order: at each flush, at a cut, and (async) on the flusher
 //   thread once the ring is half full. A record that does not fit the ring now (larger
 //   than a quarter of it, or the ring full of records not yet written out) is written
-//   to its place in the file directly, under the append lock. The ring itself is never
-//   synced: the files are. Replay reads each record from its file, and from the ring
+//   to its place in the file directly, under the append lock. With async durability and
+//   direct_io (on a file system that allows O_DIRECT) the write-out bypasses the page
+//   cache, so the log's files do not fill it: whole 4 KiB blocks of the ring go out with
+//   O_DIRECT, from the block that holds the first byte not yet written out (its bytes
+//   before that are written again as they were, so a torn write cannot lose them; the
+//   ring keeps them until then), and a flush or cut writes the last block's part through
+//   the page cache; the background write-out of a half-full ring writes whole blocks
+//   only. Blocks that hold a record written directly go through the page cache. The
+//   ring itself is never synced: the files are. Replay reads each record from its file, and from the ring
 //   where the file does not hold it whole; the ring's size is its file's, so a log left
 //   by a session with another log_size is still read right. The ring is created by the
 //   first reservation of a session (one that only reads writes nothing).
@@ -152,6 +159,7 @@ class OpLog {
     uint64_t capacity = 0;    // allocated in the file (fallocate): records may go up to here
     uint64_t written = 0;     // [0, written) of this interval is in the file (writeMutex_)
     uint64_t zeroed = 0;      // sync: [0, zeroed) zero-filled by the preparer this session (appendMutex_)
+    int directFd = -1;        // the same file opened O_DIRECT for whole-block write-outs; -1: none
   };
   struct Ring {  // the mapped ring every small record is copied into first
     std::string path;
@@ -165,14 +173,22 @@ class OpLog {
     uint64_t size;
   };
   Status create(const std::string& path, int* fd);  // a log file, O_CREAT, directory synced
+  // With direct_io: opens seg's file O_DIRECT as well, if the file system allows it.
+  void openDirect(Segment& seg);
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
   Status mapRing();                          // appendMutex_ held
   static uint64_t sizeOf(int fd);
   // writeMutex_ held: pwrites [seg.written, upTo) of the interval from the ring, except
-  // the direct records (sorted). A failure is the log's (failed_).
-  Status writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& direct);
-  // Writes out everything appended up to lsn (takes writeMutex_).
-  Status writeOutTo(uint64_t lsn);
+  // the direct records (sorted; directEnd: where the interval's last one ends). With
+  // wholeBlocks, only up to the last whole 4 KiB block (O_DIRECT only). A failure is the
+  // log's (failed_).
+  Status writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& direct, uint64_t directEnd,
+                  bool wholeBlocks = false);
+  // Writes out everything appended up to lsn (takes writeMutex_); wholeBlocks as above.
+  Status writeOutTo(uint64_t lsn, bool wholeBlocks = false);
+  // The ring's bytes before this file offset may be overwritten: the written-out
+  // position, or with O_DIRECT write-outs the start of its block (rewritten next time).
+  uint64_t ringFreeBefore(const Segment& seg) const;
   // The record at file offset off of epoch's interval, as the ring holds it (ring: the
   // ring file's bytes), copied whole into out.
   RecordCheck ringRecord(const std::vector<uint8_t>& ring, uint64_t off, uint32_t epoch, uint64_t* salt,
@@ -211,6 +227,7 @@ class OpLog {
   alignas(64) SpinMutex appendMutex_;  // short sections: seal and copy one record
   uint64_t end_ = 0;  // appended in this interval
   std::vector<Direct> direct_;  // this interval's records not in the ring, not yet written out
+  uint64_t directEnd_ = 0;      // where this interval's last such record ends
   uint64_t lsnBase_ = 0;   // LSN of offset 0 of this interval (the last cut)
   std::atomic<uint64_t> endLsn_{0};
   std::atomic<uint64_t> bytes_{0};
@@ -222,7 +239,7 @@ class OpLog {
   // appendMutex_ (cut writes the old interval out under it before switching files).
   alignas(64) std::mutex writeMutex_;
   std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
-  std::atomic<uint64_t> writtenOff_{0};  // the current file's seg.written, for appends
+  std::atomic<uint64_t> writtenOff_{0};  // ringFreeBefore(the current file), for appends
   std::atomic<bool> writeOutWanted_{false};  // async: the flusher is asked to write out
   std::atomic<bool> prepareWanted_{false};   // sync: the preparer is asked to zero-fill ahead
 

@@ -5,6 +5,8 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,7 +280,9 @@ TEST(OpLog, AFlushAfterACutCoversTheFileBeforeIt) {
 // and wait for each; the power fails while they run. Every record a wait acknowledged
 // is replayed, and each writer's records come back as a prefix of what it wrote: a
 // flush never syncs past a record whose copy was still in progress. With tear, each
-// 512-byte sector written since the last sync is old or new at random.
+// 512-byte sector written since the last sync is old or new at random (under async the
+// write-out rewrites the first block of each write-out with O_DIRECT: its records
+// already synced must survive that).
 void acknowledgedSurviveAPowerCut(Durability durability, bool tear = false) {
   ScratchDir dir;
   FaultIo faults;
@@ -507,9 +511,120 @@ void largeRecordsGoToTheFile(Durability durability) {
 
 TEST(OpLog, RecordsTooLargeForTheRingOrFindingItFullGoToTheFile) { largeRecordsGoToTheFile(Durability::kSync); }
 
-// Under async the flusher's write-outs run beside the records written directly.
+// Under async the write-out also goes with O_DIRECT around the records written directly.
 TEST(OpLog, RecordsTooLargeForTheRingOrFindingItFullGoToTheFileAsync) {
   largeRecordsGoToTheFile(Durability::kAsync);
+}
+
+// Pages of fd's file in the page cache.
+size_t pagesCached(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size == 0) return 0;
+  void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return 0;
+  std::vector<unsigned char> in((static_cast<size_t>(st.st_size) + 4095) / 4096);
+  size_t n = 0;
+  if (mincore(p, static_cast<size_t>(st.st_size), in.data()) == 0) {
+    for (unsigned char c : in) n += c & 1;
+  }
+  munmap(p, static_cast<size_t>(st.st_size));
+  return n;
+}
+
+// The async log's write-out bypasses the page cache (direct_io, where the file system
+// allows O_DIRECT): after 16 MiB of records, the log file holds a few pages in the cache
+// (the last block of each flush), not the log.
+TEST(OpLog, AsyncWriteOutLeavesTheLogOutOfThePageCache) {
+  ScratchDir dir;
+  {
+    int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+    if (probe < 0) GTEST_SKIP() << "the file system here refuses O_DIRECT";
+    ::close(probe);
+  }
+  constexpr size_t kRecords = 4096;
+  const std::string value(4000, 'v');
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 256ull << 20)));
+    UNIT_ASSERT_OK(log.startWriting(1));
+    uint64_t end = 0;
+    for (size_t i = 0; i < kRecords; i++) {
+      const std::string key = "k" + std::to_string(i);
+      end = logOne(log, LogOp{LogOpKind::kPut, "", key, value});
+      if (i % 512 == 511) UNIT_ASSERT_OK(log.waitDurable(end));  // some flushes between
+    }
+    UNIT_ASSERT_OK(log.flush());
+    int fd = ::open(log.path().c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    const size_t cached = pagesCached(fd);
+    ::close(fd);
+    const uint64_t pages = end / 4096;
+    EXPECT_LT(cached, pages / 8) << cached << " of the log's " << pages << " pages are in the page cache";
+    UNIT_ASSERT_OK(log.close());
+  }
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 256ull << 20)));
+  ReplayInfo info;
+  auto recs = replayAll(log, 1, &info);
+  ASSERT_EQ(recs.size(), kRecords);
+  for (size_t i = 0; i < kRecords; i++) ASSERT_EQ(recs[i][0], "1||k" + std::to_string(i) + "|" + value) << i;
+}
+
+// Under async an O_DIRECT write-out starts at the block holding the first byte not yet
+// written out and writes that block's earlier bytes again, from the ring: the ring must
+// not take new records over them meanwhile. A flush leaves the file written out to an
+// unaligned end; then, with the log file's writes held, records fill the 64 KiB ring
+// (the flusher's write-out and then a record that finds the ring full wait on the hold).
+// Once released, every record replays whole.
+TEST(OpLog, AsyncKeepsTheRingBytesOfTheBlockItWritesOutAgain) {
+  ScratchDir dir;
+  {
+    int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+    if (probe < 0) GTEST_SKIP() << "the file system here refuses O_DIRECT";
+    ::close(probe);
+  }
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  std::vector<std::string> keys;
+  const std::string value(1000, 'w');
+  {
+    OpLog log;
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 1ull << 20)));  // a 64 KiB ring
+    UNIT_ASSERT_OK(log.startWriting(1));
+    uint64_t end = 0;
+    for (int i = 0; i < 3; i++) {
+      keys.push_back("first" + std::to_string(i));
+      end = logOne(log, LogOp{LogOpKind::kPut, "", keys.back(), std::string(300, 'f')});
+    }
+    UNIT_ASSERT_OK(log.waitDurable(end));
+    ASSERT_NE(end % 4096, 0u);
+    faults.hold(FaultIo::Op::kWrite, OpLog::fileName(1));
+    std::thread writer([&] {
+      for (int i = 0; end < (64u << 10) + 3000; i++) {
+        std::string key = "k" + std::to_string(i);
+        end = logOne(log, LogOp{LogOpKind::kPut, "", key, value});
+        keys.push_back(key);
+      }
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (faults.holding() < 2 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(faults.holding(), 2u) << "the write-out and a record that found the ring full were not both held";
+    faults.unhold();
+    writer.join();
+    UNIT_ASSERT_OK(log.flush());
+    UNIT_ASSERT_OK(log.close());
+  }
+  setIo(prev);
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 1ull << 20)));
+  ReplayInfo info;
+  auto recs = replayAll(log, 1, &info);
+  ASSERT_EQ(recs.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); i++) {
+    ASSERT_EQ(recs[i][0], "1||" + keys[i] + "|" + (i < 3 ? std::string(300, 'f') : value)) << i;
+  }
 }
 
 TEST(OpLog, ConcurrentCommittersShareFlushes) {
