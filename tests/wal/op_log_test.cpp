@@ -600,11 +600,22 @@ TEST(OpLog, AsyncKeepsTheRingBytesOfTheBlockItWritesOutAgain) {
     ASSERT_NE(end % 4096, 0u);
     faults.hold(FaultIo::Op::kWrite, OpLog::fileName(1));
     std::thread writer([&] {
-      for (int i = 0; end < (64u << 10) + 3000; i++) {
-        std::string key = "k" + std::to_string(i);
+      int i = 0;
+      auto one = [&] {
+        std::string key = "k" + std::to_string(i++);
         end = logOne(log, LogOp{LogOpKind::kPut, "", key, value});
         keys.push_back(key);
+      };
+      // Past half the ring, which asks the flusher to write out; then, once its write-out
+      // is held, on until a record finds the ring full. (A record that found it full
+      // first would hold the append lock while held, and the flusher, which reads the
+      // end under that lock, would never reach its write: a loaded machine did that.)
+      while (end < (32u << 10) + 2000) one();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (faults.holding() < 1 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
+      while (end < (64u << 10) + 3000) one();
     });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (faults.holding() < 2 && std::chrono::steady_clock::now() < deadline) {
