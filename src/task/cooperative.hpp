@@ -10,8 +10,13 @@
 // - lock(mutex): acquire() of a std::unique_lock of mutex, returned held.
 // - pause(): inside a task, lets the thread's other tasks run once; outside, yields the
 //   CPU (std::this_thread::yield).
+// - waitChange(word, old): returns once word may no longer hold old (a wake-up may be
+//   spurious: the caller looks again). Inside a task: Scheduler::waitChange; outside:
+//   word.wait(old) (a futex), so whoever changes word must notify it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
@@ -42,6 +47,14 @@ inline void pause() {
     s->waiting();
   } else {
     std::this_thread::yield();
+  }
+}
+
+inline void waitChange(const std::atomic<uint32_t>& word, uint32_t old) {
+  if (Scheduler* s = Scheduler::current()) {
+    s->waitChange(word, old);
+  } else {
+    word.wait(old, std::memory_order_acquire);
   }
 }
 

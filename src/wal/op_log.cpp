@@ -621,11 +621,7 @@ Status OpLog::waitDurable(uint64_t lsn) {
     if (!flushing_.compare_exchange_strong(idle, true, std::memory_order_acq_rel)) {
       // A flush is running. Inside a task, the thread's other tasks run meanwhile (the
       // flusher may be one of them).
-      if (task::Scheduler* s = task::Scheduler::current()) {
-        s->waitChange(flushEvents_, events);
-      } else {
-        flushEvents_.wait(events, std::memory_order_acquire);
-      }
+      task::waitChange(flushEvents_, events);
       continue;
     }
     // This thread flushes, for everyone: writes out everything appended so far, then
@@ -677,11 +673,7 @@ Status OpLog::preparerSyncOutcome() {
   // beside its zeros may be lost. It fails the log before its count turns even again.
   for (uint32_t n = preparerSyncs_.load(std::memory_order_acquire); n % 2 == 1;
        n = preparerSyncs_.load(std::memory_order_acquire)) {
-    if (task::Scheduler* s = task::Scheduler::current()) {
-      s->waitChange(preparerSyncs_, n);
-    } else {
-      preparerSyncs_.wait(n, std::memory_order_acquire);
-    }
+    task::waitChange(preparerSyncs_, n);
   }
   return failure();
 }
