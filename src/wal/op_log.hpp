@@ -196,8 +196,9 @@ class OpLog {
   static Status foreign(const std::string& path);  // the file holds another database's log
   void fail(const Status& st);  // records the failure once, wakes waiters, tells onSyncFailure
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
-  void ask(std::atomic<bool>& wanted);  // raises the flag, wakes the background thread
-  void flusherLoop();   // async
+  void ask(std::atomic<bool>& wanted);  // raises the flag, wakes the background threads
+  void flusherLoop();   // async: the sync every sync_interval_ms
+  void writerLoop();    // async: the write-out of a half-full ring
   void preparerLoop();  // sync
   void committerLoop();  // sync: flushes for waiters inside tasks
   // The committer's wait before a flush, for more commits to share it: up to
@@ -240,7 +241,7 @@ class OpLog {
   alignas(64) std::mutex writeMutex_;
   std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
   std::atomic<uint64_t> writtenOff_{0};  // ringFreeBefore(the current file), for appends
-  std::atomic<bool> writeOutWanted_{false};  // async: the flusher is asked to write out
+  std::atomic<bool> writeOutWanted_{false};  // async: the writer is asked to write out
   std::atomic<bool> prepareWanted_{false};   // sync: the preparer is asked to zero-fill ahead
 
   alignas(64) std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
@@ -267,6 +268,7 @@ class OpLog {
   std::thread committer_;
 
   std::thread flusher_;  // the flusher (async) or the preparer (sync)
+  std::thread writer_;   // async: writes out the ring while the flusher syncs
   bool stop_ = false;  // under syncMutex_
   std::condition_variable wake_;
 };
