@@ -106,7 +106,7 @@ struct Options {
   // 100000). Default 500. Threads outside tasks flush at once.
   uint32_t commit_delay_us = 500;
   // The write-ahead log's two files stay below this size together: a background
-  // checkpoint starts when the log passes a quarter of it, and a writer whose log file
+  // checkpoint starts when the log passes three eighths of it, and a writer whose log file
   // reaches half of it waits for that checkpoint. Default 1 GiB; 1 MiB .. 64 GiB.
   uint64_t log_size = 1ull << 30;
   // With sync durability, a background thread zero-fills the log file a few MiB ahead of
