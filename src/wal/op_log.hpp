@@ -16,8 +16,9 @@
 //   of the process without a system call per write, and the ring's lines stay in the
 //   CPU's caches (a log mapped whole is stored into at fresh, cold lines and faults in a
 //   new page every 4 KiB). The write-out copies what the ring holds into the interval's
-//   file with pwrite, in order: at each flush, at a cut, and (async) on the flusher
-//   thread once the ring is half full. A record that does not fit the ring now (larger
+//   file with pwrite, in order: at each flush, at a cut, and (async) on a writer
+//   thread of its own once the ring is half full (so it drains while the flusher waits
+//   in its periodic fdatasync). A record that does not fit the ring now (larger
 //   than a quarter of it, or the ring full of records not yet written out) is written
 //   to its place in the file directly, under the append lock. With async durability and
 //   direct_io (on a file system that allows O_DIRECT) the write-out bypasses the page
