@@ -197,7 +197,7 @@ class DatabaseImpl {
   // Whether the log or the journal asks for a checkpoint (inline: every write asks): the
   // log's interval past three eighths of log_size. A log file holds about half of it, so
   // the cut has an eighth to spare, and the checkpoint after it a whole file. (A quarter
-  // ran async YCSB-A at 0.92-0.97x and TPC-C at 0.88-0.93x in 20 s and 15 s pairs: a
+  // ran async YCSB-A at 0.92-0.97x and TPC-C at 0.87-0.94x in 20 s and 15 s pairs: a
   // checkpoint writes most of the data file again, however little of the log it covers.)
   bool checkpointDue() const {
     return log_.bytes() > options_.log_size / 8 * 3 || journal_.bytes() > kAutoCheckpointBytes;
