@@ -565,19 +565,19 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
   }
   if (err != 0) fail(ioStatus("cannot write log " + seg->path, err));  // not in the log: failure() says so
   if (options_.durability == Durability::kAsync) {
-    if (halfFull) ask(writeOutWanted_);
+    if (halfFull) ask(writeOutWanted_, writerWake_);
   } else if (prepare) {
-    ask(prepareWanted_);
+    ask(prepareWanted_, wake_);
   }
   return lsn;
 }
 
-void OpLog::ask(std::atomic<bool>& wanted) {
+void OpLog::ask(std::atomic<bool>& wanted, std::condition_variable& cv) {
   if (wanted.load(std::memory_order_relaxed) || wanted.exchange(true, std::memory_order_acq_rel)) {
     return;  // asked already
   }
   { std::lock_guard g(syncMutex_); }  // the thread is waiting, or checks the flag before it does
-  wake_.notify_all();  // the threads on wake_ wait for different flags
+  cv.notify_one();
 }
 
 void OpLog::advanceDurable(uint64_t lsn) {
@@ -696,7 +696,7 @@ void OpLog::flusherLoop() {
   while (!stop_) {
     wake_.wait_until(g, next, [&] { return stop_; });
     if (stop_) break;
-    if (std::chrono::steady_clock::now() < next) continue;  // woken for another thread's flag
+    if (std::chrono::steady_clock::now() < next) continue;  // a spurious wake-up
     next = std::chrono::steady_clock::now() + interval;
     g.unlock();
     if (!failed_.load(std::memory_order_acquire)) {
@@ -713,7 +713,7 @@ void OpLog::writerLoop() {
   // full asks again.
   std::unique_lock g(syncMutex_);
   while (!stop_) {
-    wake_.wait(g, [&] { return stop_ || writeOutWanted_.load(std::memory_order_acquire); });
+    writerWake_.wait(g, [&] { return stop_ || writeOutWanted_.load(std::memory_order_acquire); });
     if (stop_) break;
     g.unlock();
     writeOutWanted_.store(false, std::memory_order_release);
@@ -806,7 +806,7 @@ void OpLog::prepareAhead() {
   preparerSyncs_.fetch_add(1, std::memory_order_release);
   preparerSyncs_.notify_all();
   if (err != 0) return;
-  ask(prepareWanted_);  // after a cut, or more to do: look again
+  ask(prepareWanted_, wake_);  // after a cut, or more to do: look again
 }
 
 Status OpLog::close() {
@@ -825,6 +825,7 @@ Status OpLog::close() {
       stop_ = true;
     }
     wake_.notify_all();
+    writerWake_.notify_all();
     flusher_.join();
     if (writer_.joinable()) writer_.join();
   }

@@ -197,7 +197,8 @@ class OpLog {
   static Status foreign(const std::string& path);  // the file holds another database's log
   void fail(const Status& st);  // records the failure once, wakes waiters, tells onSyncFailure
   void advanceDurable(uint64_t lsn);  // durable_ at least lsn; wakes the waiters
-  void ask(std::atomic<bool>& wanted);  // raises the flag, wakes the background threads
+  // Raises the flag and wakes the thread that waits for it on cv.
+  void ask(std::atomic<bool>& wanted, std::condition_variable& cv);
   void flusherLoop();   // async: the sync every sync_interval_ms
   void writerLoop();    // async: the write-out of a half-full ring
   void preparerLoop();  // sync
@@ -252,7 +253,7 @@ class OpLog {
   // sync's outcome (preparerSyncOutcome), which may have taken the file's error.
   std::atomic<uint32_t> preparerSyncs_{0};
   std::atomic<bool> failed_{false};
-  std::mutex syncMutex_;                  // failure_, stop_, wake_
+  std::mutex syncMutex_;                  // failure_, stop_, wake_, writerWake_
   Status failure_;
   std::atomic<uint64_t> flushes_{0};
 
@@ -271,7 +272,8 @@ class OpLog {
   std::thread flusher_;  // the flusher (async) or the preparer (sync)
   std::thread writer_;   // async: writes out the ring while the flusher syncs
   bool stop_ = false;  // under syncMutex_
-  std::condition_variable wake_;
+  std::condition_variable wake_;       // the flusher and the preparer
+  std::condition_variable writerWake_;  // the writer (writeOutWanted_)
 };
 
 }  // namespace vmstore::internal
