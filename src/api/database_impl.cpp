@@ -691,6 +691,8 @@ Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
   auto cg = task::lock(checkpointMutex_);
   if (log_.room(recordBytes)) return Status::OK();  // another writer cut meanwhile
   Status st = finishPendingLocked();
+  // A checkpoint that commits gives back the room of the file before its cut.
+  if (st.ok() && log_.room(recordBytes)) return Status::OK();
   if (st.ok()) st = cutLocked();
   if (st.ok()) wakeCheckpointer();  // writes the snapshot
   return st;

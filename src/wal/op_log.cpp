@@ -279,28 +279,42 @@ Status OpLog::replay(uint32_t epoch, const std::function<Status(std::span<const 
 }
 
 Status OpLog::startWriting(uint32_t epoch) {
-  // The ring beside the two files, each file stopping at half of what is left of
-  // log_size; a file starts at 1 MiB and doubles (a small database does not hold
-  // log_size of allocated space).
+  // The ring beside the two files, which share the rest of log_size (the contract); a
+  // file starts at 1 MiB and doubles (a small database does not hold log_size of
+  // allocated space).
   ring_.bytes = ringBytesFor(options_.log_size);
   ringRecord_ = ring_.bytes / 4;
-  limit_ = std::max(kAllocationUnit, (options_.log_size - ring_.bytes) / 2 / kAllocationUnit * kAllocationUnit);
+  budget_ = std::max(2 * kAllocationUnit, (options_.log_size - ring_.bytes) / kAllocationUnit * kAllocationUnit);
+  keep_ = budget_ / 4 / kAllocationUnit * kAllocationUnit;
+  maxLimit_ = budget_ - keep_;
+  step_ = std::max(kAllocationUnit, budget_ / 16 / kAllocationUnit * kAllocationUnit);
+  cutAt_ = budget_ / 8 * 5;
   zeroFill_ = options_.durability == Durability::kSync && options_.log_zero_fill;
   salt_ = newSalt();
   if (databaseTag_ != 0) salt_ = (salt_ & ~uint64_t{0xffffffff}) | databaseTag_;
   std::lock_guard g(appendMutex_);
+  epoch_ = epoch;
+  cur_ = static_cast<int>(epoch % 2);
+  // Both files hold only records a checkpoint covers (or none). The other one is cut
+  // back at the session's first reservation (one that only reads writes nothing); until
+  // then what it holds counts against the current one's limit.
+  Segment& other = segs_[1 - cur_];
   for (Segment& seg : segs_) {
     seg.capacity = 0;
     seg.written = 0;
     seg.zeroed = 0;
-    if (seg.fd >= 0) {
-      Status s = grow(seg, std::min(sizeOf(seg.fd) / kAllocationUnit * kAllocationUnit, limit_));  // what the file holds
-      if (!s.ok()) return s;
-      openDirect(seg);
-    }
   }
-  epoch_ = epoch;
-  cur_ = static_cast<int>(epoch % 2);
+  if (other.fd >= 0) {
+    other.capacity = std::min(sizeOf(other.fd) / kAllocationUnit * kAllocationUnit, budget_);
+    openDirect(other);
+  }
+  shrinkDue_ = other.capacity > keep_;
+  setLimit();
+  if (Segment& seg = segs_[cur_]; seg.fd >= 0) {
+    Status s = grow(seg, std::min(sizeOf(seg.fd) / kAllocationUnit * kAllocationUnit, limit_.load()));  // what the file holds
+    if (!s.ok()) return s;
+    openDirect(seg);
+  }
   // No reservation takes the fast path before the first maps the ring (reserve()).
   allocated_.store(0, std::memory_order_release);
   writing_ = true;
@@ -339,10 +353,46 @@ Status OpLog::mapRing() {
   return Status::OK();
 }
 
+void OpLog::setLimit() {
+  const uint64_t held = segs_[1 - cur_].capacity;
+  limit_.store(held < budget_ ? budget_ - held : 0, std::memory_order_relaxed);  // 0: Busy until it is covered
+}
+
+int OpLog::otherToShrink() const {
+  const Segment& other = segs_[1 - cur_];
+  return other.fd >= 0 && other.capacity > keep_ ? other.fd : -1;
+}
+
+void OpLog::shrunk() {
+  Segment& other = segs_[1 - cur_];
+  other.capacity = keep_;
+  other.zeroed = std::min(other.zeroed, keep_);
+  shrinkDue_ = false;
+  setLimit();
+}
+
+void OpLog::covered(uint64_t lsn) {
+  advanceDurable(lsn);
+  // The file before the cut now holds only what the checkpoint holds: cut it back,
+  // outside the append lock (appends use the other file; no cut runs, the caller's).
+  int fd;
+  std::string path;
+  {
+    std::lock_guard g(appendMutex_);
+    fd = otherToShrink();
+    if (fd < 0) return;
+    path = segs_[1 - cur_].path;
+  }
+  if (io().ftruncate(fd, path, keep_) != 0) return;  // the current file keeps less room
+  std::lock_guard g(appendMutex_);
+  shrunk();
+}
+
 Status OpLog::grow(Segment& seg, uint64_t need) {
   if (need <= seg.capacity) return Status::OK();
-  uint64_t want = std::max({need, std::min(seg.capacity * 2, limit_), kFirstAllocation});
-  uint64_t cap = std::min(limit_, roundUp(want, kAllocationUnit));
+  const uint64_t limit = limit_.load(std::memory_order_relaxed);
+  uint64_t want = std::max({need, std::min({seg.capacity * 2, seg.capacity + step_, limit}), kFirstAllocation});
+  uint64_t cap = std::min(limit, roundUp(want, kAllocationUnit));
   if (cap < need) return Status::Busy("log full");
   if (seg.fd < 0) {
     Status s = create(seg.path, &seg.fd);
@@ -385,9 +435,11 @@ uint64_t OpLog::cut(uint32_t epoch) {
   directEnd_ = 0;
   Segment& seg = segs_[cur_];
   seg.written = 0;
+  setLimit();  // beside the file just cut, which holds the checkpoint's records
   writtenOff_.store(0, std::memory_order_release);
   claimed_.store(0, std::memory_order_relaxed);
-  allocated_.store(ring_.base != nullptr ? seg.capacity : 0, std::memory_order_release);
+  allocated_.store(ring_.base != nullptr ? std::min(seg.capacity, limit_.load(std::memory_order_relaxed)) : 0,
+                   std::memory_order_release);
   bytes_.store(0, std::memory_order_relaxed);
   return lsnBase_;
 }
@@ -498,21 +550,29 @@ Status OpLog::reserve(size_t bytes) {
   if (ring_.base == nullptr) {  // the session's first reservation
     Status s = mapRing();
     if (!s.ok()) return s;
+    // Once a session: the other file's stale records go (only less room if they cannot).
+    if (int fd = shrinkDue_ ? otherToShrink() : -1;
+        fd >= 0 && io().ftruncate(fd, segs_[1 - cur_].path, keep_) == 0) {
+      shrunk();
+    }
   }
   Segment& seg = segs_[cur_];
   for (uint64_t claimed = claimed_.load(std::memory_order_relaxed);;) {
     uint64_t need = claimed + bytes;
-    if (need > limit_) return Status::Busy("log full");
+    const uint64_t limit = limit_.load(std::memory_order_relaxed);
+    if (need > limit) return Status::Busy("log full");
     if (need > seg.capacity) {
       Status s = grow(seg, need);
       if (!s.ok()) return s;
     }
-    allocated_.store(seg.capacity, std::memory_order_release);
+    allocated_.store(std::min(seg.capacity, limit), std::memory_order_release);
     if (claimed_.compare_exchange_weak(claimed, need, std::memory_order_relaxed)) return Status::OK();
   }
 }
 
-bool OpLog::room(size_t bytes) const { return claimed_.load(std::memory_order_relaxed) + bytes <= limit_; }
+bool OpLog::room(size_t bytes) const {
+  return claimed_.load(std::memory_order_relaxed) + bytes <= limit_.load(std::memory_order_relaxed);
+}
 
 void OpLog::unreserve(size_t bytes) { claimed_.fetch_sub(bytes, std::memory_order_relaxed); }
 

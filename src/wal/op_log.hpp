@@ -7,9 +7,19 @@
 //   start of the log file of e's parity, DIR/log-0.vms or DIR/log-1.vms. cut(e + 1), at
 //   a checkpoint's cut, switches to the other file from offset 0; covered(lsn), once
 //   checkpoint e has committed, marks everything before the cut durable (the checkpoint
-//   holds it). Each file keeps its high-water size; appends to one file stop (Busy) at
-//   half of what log_size leaves beside the ring, so the files and the ring stay under
-//   log_size together.
+//   holds it) and cuts the file before the cut back to a quarter of the budget (what
+//   log_size leaves beside the ring), which stays allocated for its next interval.
+// - The files and the ring stay under log_size together: the two files share the budget
+//   unevenly, as the current file may grow to the budget less what the other file holds
+//   on the device. Appends stop (Busy) there. While a checkpoint writes, the other file
+//   holds the interval it covers; once covered it is cut back, and the current file may
+//   use three quarters of the budget. cutDue() says when a checkpoint's cut should
+//   switch files: at five eighths of the budget, which leaves the checkpoint after the
+//   cut about a third of the budget of appends to commit in. (Two halves, cut at three eighths, made a
+//   checkpoint of nearly the whole data file every three eighths of log_size: YCSB-A
+//   dirties every leaf within seconds.) A file grows by doubling, by at most a
+//   sixteenth of the budget at a time, so it holds little more than its records when
+//   its interval is cut.
 // - Appends go through the ring (DIR/log-ring.vms, a small file mapped shared, at most
 //   4 MiB): a record is copied into it at its file offset modulo the ring's size, so it
 //   is in the operating system's page cache when append() returns and survives a crash
@@ -131,10 +141,15 @@ class OpLog {
   // the LSN of the cut (every record before it belongs to the checkpoint).
   uint64_t cut(uint32_t epoch);
   // Everything before lsn is in a committed checkpoint: durable.
-  void covered(uint64_t lsn) { advanceDurable(lsn); }
+  // Cuts the file before the cut back (see above); a failure to do so only leaves the
+  // current file less room (cuts come earlier).
+  void covered(uint64_t lsn);
+  // The current interval holds enough of the log for a checkpoint's cut (inline: every
+  // write asks, DatabaseImpl::checkpointDue).
+  bool cutDue() const { return bytes_.load(std::memory_order_relaxed) > cutAt_; }
 
   Status reserve(size_t bytes);
-  bool fits(size_t bytes) const { return bytes <= limit_; }  // in an empty file
+  bool fits(size_t bytes) const { return bytes <= maxLimit_; }  // in an empty file beside a covered one
   bool room(size_t bytes) const;  // reserve(bytes) would not be Busy now
   void unreserve(size_t bytes);
   // Appends the record of ops; size is recordSize(ops), reserved before. Returns its end.
@@ -177,6 +192,14 @@ class OpLog {
   // With direct_io: opens seg's file O_DIRECT as well, if the file system allows it.
   void openDirect(Segment& seg);
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
+  // appendMutex_ held: the current file's limit (the budget less what the other file
+  // holds) and the cut's threshold, from the segments' capacities.
+  void setLimit();
+  // The other file cut back to keep_ (its records are covered, or stale at the start of
+  // a session): otherToShrink() (appendMutex_ held) is its descriptor if it holds more,
+  // else -1; shrunk() (appendMutex_ held) records the ftruncate's success.
+  int otherToShrink() const;
+  void shrunk();
   Status mapRing();                          // appendMutex_ held
   static uint64_t sizeOf(int fd);
   // writeMutex_ held: pwrites [seg.written, upTo) of the interval from the ring, except
@@ -218,7 +241,15 @@ class OpLog {
   uint64_t salt_ = 0;
   uint32_t databaseTag_ = 0;  // low 32 bits of the database id in every salt (0: none)
   uint32_t epoch_ = 0;
-  uint64_t limit_ = 0;  // per file: half of what log_size leaves beside the ring
+  uint64_t budget_ = 0;    // what log_size leaves beside the ring, for the two files
+  uint64_t keep_ = 0;      // what a covered file keeps allocated: a quarter of the budget
+  uint64_t maxLimit_ = 0;  // the current file's limit beside a covered file
+  uint64_t step_ = 0;      // a file grows by at most this at a time
+  uint64_t cutAt_ = ~0ull;  // cutDue() past this many bytes in the interval
+  bool shrinkDue_ = false;  // appendMutex_: the other file is cut back at the session's first reservation
+  // The current file's limit (setLimit, under appendMutex_; room() reads it without):
+  // it changes at a cut and when the other file is cut back.
+  std::atomic<uint64_t> limit_{0};
   Ring ring_;
   uint64_t ringRecord_ = 0;  // records up to this size go through the ring
   bool writing_ = false;

@@ -250,6 +250,62 @@ TEST(OpLog, CutMovesToTheOtherFileAndNeverReplaysAnOldIntervalOrSession) {
   EXPECT_TRUE(replayAll(log, 2, &info).empty());
 }
 
+TEST(OpLog, TheTwoFilesShareLogSizeAndACoveredFileIsCutBack) {
+  // log_size 4 MiB: a 256 KiB ring, a budget of 3,840 KiB for the files; a covered file
+  // keeps a quarter (960 KiB), a cut is due past five eighths (2,400 KiB).
+  ScratchDir dir;
+  const uint64_t logSize = 4ull << 20;
+  const uint64_t budget = 3840ull << 10;
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kSync, logSize)));
+  UNIT_ASSERT_OK(log.startWriting(1));
+  const std::string v(1000, 'v');
+  const size_t size = recordSize(std::array{LogOp{LogOpKind::kPut, "", "k000000", v}});
+  // Appends until the file is full; every append's bytes checked against the bounds.
+  auto fill = [&](const std::string& prefix, bool* sawDue) {
+    int n = 0;
+    for (;; n++) {
+      std::string k = prefix + std::to_string(100000 + n);
+      LogOp op{LogOpKind::kPut, "", k, v};
+      Status st = log.reserve(size);
+      if (st.code() == Status::Code::kBusy) break;
+      if (!st.ok()) {
+        ADD_FAILURE() << st.toString();
+        break;
+      }
+      log.append({&op, 1}, size);
+      EXPECT_EQ(log.cutDue(), log.bytes() > budget / 8 * 5) << log.bytes();
+      *sawDue = *sawDue || log.cutDue();
+      EXPECT_LE(log.fileBytes(), logSize);
+    }
+    return n;
+  };
+  bool due = false;
+  const int first = fill("a", &due);
+  EXPECT_TRUE(due);
+  EXPECT_GT(log.bytes(), budget - 2 * size) << "alone, the file may use the whole budget";
+  const uint64_t cutLsn = log.cut(2);
+  // Beside the uncovered file of epoch 1 there is almost no room.
+  due = false;
+  const int before = fill("b", &due);
+  EXPECT_LE(log.bytes() + static_cast<uint64_t>(first) * size, budget);
+  log.covered(cutLsn);  // epoch 1's file cut back to a quarter
+  EXPECT_LE(log.fileBytes(), logSize);
+  const int after = fill("c", &due);
+  EXPECT_TRUE(due);
+  EXPECT_GT(log.bytes(), budget / 4 * 3 - 2 * size) << "beside a covered file, three quarters";
+  EXPECT_LE(log.bytes(), budget / 4 * 3);
+  EXPECT_LE(log.fileBytes(), logSize);
+  UNIT_ASSERT_OK(log.flush());
+  UNIT_ASSERT_OK(log.close());
+  OpLog again;
+  UNIT_ASSERT_OK(again.open(dir.str(), logOptions(Durability::kSync, logSize)));
+  ReplayInfo info;
+  auto recs = replayAll(again, 2, &info);
+  ASSERT_EQ(recs.size(), static_cast<size_t>(before + after));
+  EXPECT_EQ(recs.back()[0], "1||c" + std::to_string(100000 + after - 1) + "|" + v);
+}
+
 TEST(OpLog, AFlushAfterACutCoversTheFileBeforeIt) {
   ScratchDir dir;
   FaultIo faults;
