@@ -76,6 +76,8 @@ struct EngineStats {
   uint64_t bytesWritten = 0;  // to storage
   uint64_t logBytes = 0;      // written to the engine's log (0 without one)
   uint64_t logSyncs = 0;      // flushes of the log to stable storage (fsync, fdatasync)
+  uint64_t checkpoints = 0;   // checkpoints committed (vmstore; 0 where not counted)
+  uint64_t logFullWaits = 0;  // writes that waited for a checkpoint to make log room (vmstore)
 };
 
 // Called with each entry in order; return false to stop.

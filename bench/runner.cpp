@@ -481,6 +481,8 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"bytes_written\":" << result.stats.bytesWritten
        << ",\"log_bytes\":" << since(result.stats.logBytes, atStart.logBytes)
        << ",\"log_syncs\":" << since(result.stats.logSyncs, atStart.logSyncs)
+       << ",\"checkpoints\":" << since(result.stats.checkpoints, atStart.checkpoints)
+       << ",\"log_full_waits\":" << since(result.stats.logFullWaits, atStart.logFullWaits)
        // TLB shootdown interrupts (all CPUs, /proc/interrupts) after loading, and per page
        // evicted meanwhile: how well eviction batches its page-table changes (null when
        // nothing was evicted: the count then has nothing to do with eviction).

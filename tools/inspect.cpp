@@ -90,6 +90,7 @@ int cmdStats(int argc, char** argv) {
   line("checkpoint_cuts", st.checkpoint_cuts);
   line("checkpoint_cut_wait_us", st.checkpoint_cut_wait_us);
   line("checkpoint_cut_wait_max_us", st.checkpoint_cut_wait_max_us);
+  line("log_full_waits", st.log_full_waits);
   line("checkpoints", st.checkpoints);
   line("log_bytes", st.log_bytes);
   line("log_appended_bytes", st.log_appended_bytes);

@@ -243,6 +243,8 @@ class VmstoreEngine : public Engine {
     out.bytesWritten = s.pages_written * kPageBytes;
     out.logBytes = s.log_appended_bytes;
     out.logSyncs = s.log_flushes;
+    out.checkpoints = s.checkpoints;
+    out.logFullWaits = s.log_full_waits;
     return out;
   }
 

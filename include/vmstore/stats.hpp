@@ -64,8 +64,11 @@ struct Stats {
   // Durability.
   uint64_t log_bytes = 0;       // write-ahead log written since the last checkpoint
   uint64_t log_appended_bytes = 0;  // write-ahead log written since open (all intervals)
-  uint64_t log_file_bytes = 0;  // size of the log file (it is recycled, not truncated)
+  uint64_t log_file_bytes = 0;  // size of the log's two files and its ring (recycled; at most log_size)
   uint64_t log_flushes = 0;     // flushes (fdatasync) of the log since open
+  // Writes since open that found the log full and waited for a checkpoint to commit (or
+  // cut one themselves): a log_size too small for the write rate shows here.
+  uint64_t log_full_waits = 0;
   uint64_t checkpoints = 0;     // checkpoints committed over the database's life
   // Checkpoint cuts since open, and the time they waited in all for the writes in flight
   // (the writer gate, taken exclusively) and longest: how long a checkpoint's start

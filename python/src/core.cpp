@@ -1287,6 +1287,7 @@ class DbCore {
     d["checkpoint_cuts"] = s.checkpoint_cuts;
     d["checkpoint_cut_wait_us"] = s.checkpoint_cut_wait_us;
     d["checkpoint_cut_wait_max_us"] = s.checkpoint_cut_wait_max_us;
+    d["log_full_waits"] = s.log_full_waits;
     d["recovered_records"] = s.recovered_records;
     d["recovered_operations"] = s.recovered_operations;
     d["recovered_bytes"] = s.recovered_bytes;

@@ -103,6 +103,7 @@ def test_sync_and_stats(db):
         "checkpoint_cuts",
         "checkpoint_cut_wait_us",
         "checkpoint_cut_wait_max_us",
+        "log_full_waits",
         "recovered_records",
         "recovered_operations",
         "recovered_bytes",

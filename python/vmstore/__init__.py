@@ -370,7 +370,8 @@ class Database:
         pages backed by huge pages as they were filled), ``huge_pages_in_memory`` (1 while
         config ``huge_pages=True`` is in effect), ``checkpoint_cuts``,
         ``checkpoint_cut_wait_us`` and ``checkpoint_cut_wait_max_us`` (checkpoint cuts
-        since open and their waits for the writes in flight), ``victim_ns`` and ``victims_kept`` (time spent
+        since open and their waits for the writes in flight), ``log_full_waits`` (writes
+        that found the log full and waited for a checkpoint), ``victim_ns`` and ``victims_kept`` (time spent
         choosing eviction candidates; candidates in use that stayed), ``tlb_shootdowns``
         (the machine's, since open; events since open), ``policy_bytes`` and
         ``resident_set_bytes`` (what the replacement policy's and the resident set's

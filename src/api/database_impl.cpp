@@ -688,6 +688,7 @@ Status DatabaseImpl::finishLocked() {
 }
 
 Status DatabaseImpl::makeLogRoom(size_t recordBytes) {
+  logFullWaits_.fetch_add(1, std::memory_order_relaxed);
   auto cg = task::lock(checkpointMutex_);
   if (log_.room(recordBytes)) return Status::OK();  // another writer cut meanwhile
   Status st = finishPendingLocked();
@@ -923,6 +924,7 @@ Stats DatabaseImpl::stats() {
   s.log_flushes = log_.flushes();
   s.checkpoints = checkpoints_.load(std::memory_order_relaxed);  // sb_ is the checkpointer's
   s.checkpoint_cuts = cuts_.load(std::memory_order_relaxed);
+  s.log_full_waits = logFullWaits_.load(std::memory_order_relaxed);
   s.checkpoint_cut_wait_us = cutWaitUs_.load(std::memory_order_relaxed);
   s.checkpoint_cut_wait_max_us = cutWaitMaxUs_.load(std::memory_order_relaxed);
   s.recovered_records = recovery_.recovered_records;

@@ -305,6 +305,7 @@ class DatabaseImpl {
   std::atomic<uint64_t> checkpoints_{0};  // sb_.checkpoints, for stats()
   // Cuts since open and their waits for the writer gate (stats()); under checkpointMutex_.
   std::atomic<uint64_t> cuts_{0};
+  std::atomic<uint64_t> logFullWaits_{0};  // makeLogRoom calls (stats: log_full_waits)
   std::atomic<uint64_t> cutWaitUs_{0};
   std::atomic<uint64_t> cutWaitMaxUs_{0};
   WriterGate writeGate_;
