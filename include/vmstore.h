@@ -24,7 +24,7 @@
  *   (sync, the default: once the record is on stable storage; async: once it is in the
  *   OS page cache; none: no log). vms_sync() and vms_close() are checkpoints, committed
  *   atomically through the page journal (journal-0.vms, journal-1.vms); a background
- *   checkpoint runs when the log passes three eighths of log_size. A checkpoint never stops
+ *   checkpoint runs when the log passes five eighths of log_size. A checkpoint never stops
  *   writers beyond waiting for the writes in flight at its start. After a crash, a kill or a power
  *   cut, the next open restores the last committed checkpoint and replays the log after
  *   it: every write acknowledged under sync (under async: all but the last
@@ -98,9 +98,10 @@ const char* vms_last_error(void);
  *                    while the worker threads have other tasks to run; a thread with
  *                    nothing else to run ends the wait at once (0..100000, default
  *                    500; 0: flush at once)
- *   log_size=SIZE    bound of the log's two files together: a checkpoint starts when
- *                    the log passes three eighths of it, and a writer whose log file
- *                    reaches half of it waits for that checkpoint (1M..64G, default 1G)
+ *   log_size=SIZE    bound of the log's two files and ring together: a checkpoint
+ *                    starts when the log passes five eighths of it, and a writer that
+ *                    finds no room waits for that checkpoint's commit (1M..64G,
+ *                    default 1G)
  *   log_zero_fill=BOOL  with sync, a background thread zero-fills and syncs the log
  *                    ahead of the appends, so commits write into initialized blocks
  *                    (default true)

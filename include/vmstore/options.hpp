@@ -105,9 +105,10 @@ struct Options {
   // a lone committer never waits for it. 0: flush at once. Config commit_delay (0 ..
   // 100000). Default 500. Threads outside tasks flush at once.
   uint32_t commit_delay_us = 500;
-  // The write-ahead log's two files stay below this size together: a background
-  // checkpoint starts when the log passes three eighths of it, and a writer whose log file
-  // reaches half of it waits for that checkpoint. Default 1 GiB; 1 MiB .. 64 GiB.
+  // The write-ahead log's two files and its ring stay below this size together: a
+  // background checkpoint starts when the log passes five eighths of what the ring leaves;
+  // the file before its cut is cut back to a quarter once it commits, and a writer that
+  // finds no room meanwhile waits for that commit. Default 1 GiB; 1 MiB .. 64 GiB.
   uint64_t log_size = 1ull << 30;
   // With sync durability, a background thread zero-fills the log file a few MiB ahead of
   // the appends and syncs it, so that commits write into blocks the file system has

@@ -192,8 +192,8 @@ class OpLog {
   // With direct_io: opens seg's file O_DIRECT as well, if the file system allows it.
   void openDirect(Segment& seg);
   Status grow(Segment& seg, uint64_t need);  // appendMutex_ held
-  // appendMutex_ held: the current file's limit (the budget less what the other file
-  // holds) and the cut's threshold, from the segments' capacities.
+  // appendMutex_ held: the current file's limit, the budget less what the other file
+  // holds (its capacity); 0 when it holds the whole budget.
   void setLimit();
   // The other file cut back to keep_ (its records are covered, or stale at the start of
   // a session): otherToShrink() (appendMutex_ held) is its descriptor if it holds more,
