@@ -286,7 +286,6 @@ Status OpLog::startWriting(uint32_t epoch) {
   ringRecord_ = ring_.bytes / 4;
   budget_ = std::max(2 * kAllocationUnit, (options_.log_size - ring_.bytes) / kAllocationUnit * kAllocationUnit);
   keep_ = budget_ / 4 / kAllocationUnit * kAllocationUnit;
-  maxLimit_ = budget_ - keep_;
   step_ = std::max(kAllocationUnit, budget_ / 16 / kAllocationUnit * kAllocationUnit);
   cutAt_ = budget_ / 8 * 5;
   zeroFill_ = options_.durability == Durability::kSync && options_.log_zero_fill;
@@ -308,7 +307,6 @@ Status OpLog::startWriting(uint32_t epoch) {
     other.capacity = std::min(sizeOf(other.fd) / kAllocationUnit * kAllocationUnit, budget_);
     openDirect(other);
   }
-  shrinkDue_ = other.capacity > keep_;
   setLimit();
   if (Segment& seg = segs_[cur_]; seg.fd >= 0) {
     Status s = grow(seg, std::min(sizeOf(seg.fd) / kAllocationUnit * kAllocationUnit, limit_.load()));  // what the file holds
@@ -367,7 +365,6 @@ void OpLog::shrunk() {
   Segment& other = segs_[1 - cur_];
   other.capacity = keep_;
   other.zeroed = std::min(other.zeroed, keep_);
-  shrinkDue_ = false;
   setLimit();
 }
 
@@ -551,7 +548,7 @@ Status OpLog::reserve(size_t bytes) {
     Status s = mapRing();
     if (!s.ok()) return s;
     // Once a session: the other file's stale records go (only less room if they cannot).
-    if (int fd = shrinkDue_ ? otherToShrink() : -1;
+    if (int fd = otherToShrink();
         fd >= 0 && io().ftruncate(fd, segs_[1 - cur_].path, keep_) == 0) {
       shrunk();
     }

@@ -149,7 +149,7 @@ class OpLog {
   bool cutDue() const { return bytes_.load(std::memory_order_relaxed) > cutAt_; }
 
   Status reserve(size_t bytes);
-  bool fits(size_t bytes) const { return bytes <= maxLimit_; }  // in an empty file beside a covered one
+  bool fits(size_t bytes) const { return bytes <= budget_ - keep_; }  // in an empty file beside a covered one
   bool room(size_t bytes) const;  // reserve(bytes) would not be Busy now
   void unreserve(size_t bytes);
   // Appends the record of ops; size is recordSize(ops), reserved before. Returns its end.
@@ -243,10 +243,8 @@ class OpLog {
   uint32_t epoch_ = 0;
   uint64_t budget_ = 0;    // what log_size leaves beside the ring, for the two files
   uint64_t keep_ = 0;      // what a covered file keeps allocated: a quarter of the budget
-  uint64_t maxLimit_ = 0;  // the current file's limit beside a covered file
   uint64_t step_ = 0;      // a file grows by at most this at a time
   uint64_t cutAt_ = ~0ull;  // cutDue() past this many bytes in the interval
-  bool shrinkDue_ = false;  // appendMutex_: the other file is cut back at the session's first reservation
   // The current file's limit (setLimit, under appendMutex_; room() reads it without):
   // it changes at a cut and when the other file is cut back.
   std::atomic<uint64_t> limit_{0};
