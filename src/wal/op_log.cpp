@@ -101,7 +101,27 @@ void OpLog::openDirect(Segment& seg) {
 }
 
 uint64_t OpLog::ringFreeBefore(const Segment& seg) const {
-  return seg.directFd >= 0 ? seg.written / kBlock * kBlock : seg.written;
+  return seg.directFd >= 0 ? std::min(seg.written / kBlock * kBlock, seg.whole) : seg.written;
+}
+
+uint64_t OpLog::recordStartBefore(uint64_t from, uint64_t to, const std::vector<Direct>& direct) const {
+  uint64_t at = from;
+  auto d = direct.begin();
+  while (at < to) {
+    while (d != direct.end() && d->offset + d->size <= at) ++d;
+    uint64_t size;
+    if (d != direct.end() && d->offset == at) {
+      size = d->size;
+    } else {
+      LogRecordHeader h;
+      fromRing(ring_.base, ring_.bytes, at % ring_.bytes, reinterpret_cast<uint8_t*>(&h), sizeof(h));
+      if (h.offset != at) return at;  // never met (the ring holds every record from `from`): keep the rest
+      size = logPadded(sizeof(h) + uint64_t{h.length});
+    }
+    if (at + size > to) return at;
+    at += size;
+  }
+  return at;
 }
 
 uint64_t OpLog::sizeOf(int fd) {
@@ -301,6 +321,7 @@ Status OpLog::startWriting(uint32_t epoch) {
   for (Segment& seg : segs_) {
     seg.capacity = 0;
     seg.written = 0;
+    seg.whole = 0;
     seg.zeroed = 0;
   }
   if (other.fd >= 0) {
@@ -432,6 +453,7 @@ uint64_t OpLog::cut(uint32_t epoch) {
   directEnd_ = 0;
   Segment& seg = segs_[cur_];
   seg.written = 0;
+  seg.whole = 0;
   setLimit();  // beside the file just cut, which holds the checkpoint's records
   writtenOff_.store(0, std::memory_order_release);
   claimed_.store(0, std::memory_order_relaxed);
@@ -488,6 +510,9 @@ Status OpLog::writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& d
     fail(st);
     return st;
   }
+  // upTo ends a record; a whole-block write-out may end inside one, whose bytes the ring
+  // keeps until the file holds all of them.
+  seg.whole = done >= upTo ? upTo : recordStartBefore(seg.whole, done, direct);
   seg.written = std::max(seg.written, done);
   writtenOff_.store(ringFreeBefore(seg), std::memory_order_release);  // the ring's space behind it is free
   return Status::OK();

@@ -174,6 +174,9 @@ class OpLog {
     int fd = -1;
     uint64_t capacity = 0;    // allocated in the file (fallocate): records may go up to here
     uint64_t written = 0;     // [0, written) of this interval is in the file (writeMutex_)
+    // Where the first record not yet wholly in the file starts (writeMutex_): written,
+    // unless a whole-block write-out ended inside a record.
+    uint64_t whole = 0;
     uint64_t zeroed = 0;      // sync: [0, zeroed) zero-filled by the preparer this session (appendMutex_)
     int directFd = -1;        // the same file opened O_DIRECT for whole-block write-outs; -1: none
   };
@@ -211,8 +214,14 @@ class OpLog {
   // Writes out everything appended up to lsn (takes writeMutex_); wholeBlocks as above.
   Status writeOutTo(uint64_t lsn, bool wholeBlocks = false);
   // The ring's bytes before this file offset may be overwritten: the written-out
-  // position, or with O_DIRECT write-outs the start of its block (rewritten next time).
+  // position, or with O_DIRECT write-outs the start of its block (rewritten next time),
+  // and never a byte of a record the file does not hold whole (replay takes a record
+  // whole from the file or from the ring, never a part from each).
   uint64_t ringFreeBefore(const Segment& seg) const;
+  // writeMutex_ held: where the first record that ends past `to` starts, walking the
+  // records' headers in the ring from `from` (a record start at or before `to`; direct
+  // records, not in the ring, are stepped over by their sizes).
+  uint64_t recordStartBefore(uint64_t from, uint64_t to, const std::vector<Direct>& direct) const;
   // The record at file offset off of epoch's interval, as the ring holds it (ring: the
   // ring file's bytes), copied whole into out.
   RecordCheck ringRecord(const std::vector<uint8_t>& ring, uint64_t off, uint32_t epoch, uint64_t* salt,

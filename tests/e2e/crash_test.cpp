@@ -37,6 +37,7 @@ std::string configFor(int cycle) {
 
 TEST(Crash, KilledWritersKeepEveryAcknowledgedWrite) {
   std::string dir = freshDir();
+  const std::string killed = freshDir("killed");
   DurabilityWorkload w(20261123);
   const int cycles = crashCycles();
   // Operations acknowledged so far, written by the child after each returns.
@@ -85,6 +86,11 @@ TEST(Crash, KilledWritersKeepEveryAcknowledgedWrite) {
     uint64_t a = acked->load();
     if (a == held) inRecovery++;
     for (uint64_t i = held; i < a; i++) w.applyToModel(&model, i);
+    // The directory as the kill left it, for a failure's post-mortem (the check's own
+    // open recovers the original, and the next cycle writes on).
+    std::error_code copied;
+    fs::remove_all(killed, copied);
+    fs::copy(dir, killed, copied);
     auto db = openDb(dir, "pool_size=1M,durability=none");
     ASSERT_TRUE(db) << "cycle " << cycle;
     if (db->stats().recovered_records > 0) replayed++;
@@ -99,7 +105,7 @@ TEST(Crash, KilledWritersKeepEveryAcknowledgedWrite) {
       }
     }
     ASSERT_TRUE(d.empty()) << "cycle " << cycle << " (" << config << "), " << a
-                           << " operations acknowledged: " << d;
+                           << " operations acknowledged: " << d << " (the directory after the kill: " << killed << ")";
     std::vector<std::string> problems;
     Status c = db->check(&problems);
     ASSERT_TRUE(c.ok()) << "cycle " << cycle << ": " << c.toString() << (problems.empty() ? "" : ": " + problems[0]);

@@ -58,20 +58,29 @@ TEST(Durability, LogStaysBoundedInALongWriteRun) {
   std::string v(500, 'v');
   const int n = scaled(40000, 15000);  // about 20 MB of log records (10 times log_size)
   uint64_t maxFile = 0;
-  uint64_t maxInterval = 0;
+  // The first interval has the whole budget (log_size less the 128 KiB ring), as the
+  // other file is empty; the later ones about three quarters of it once the file before
+  // them is covered and cut back to a quarter (in 64 KiB units), less while it is not (a
+  // checkpoint late on a loaded machine lets an interval reach its limit).
+  uint64_t maxFirst = 0;
+  uint64_t maxLater = 0;
   for (int i = 0; i < n; i++) {
     VMS_ASSERT_OK(t->put(numKey("k", i % 5000), v));
     if (i % 500 == 0) {
       vmstore::Stats s = db->stats();
       maxFile = std::max(maxFile, s.log_file_bytes);
-      maxInterval = std::max(maxInterval, s.log_bytes);
+      uint64_t& max = s.checkpoints == before ? maxFirst : maxLater;
+      max = std::max(max, s.log_bytes);
     }
   }
   vmstore::Stats s = db->stats();
   maxFile = std::max(maxFile, s.log_file_bytes);
   EXPECT_GE(s.checkpoints - before, 4u) << "the log was not recycled by checkpoints";
   EXPECT_LE(maxFile, 2ull << 20) << "the two log files together above log_size";
-  EXPECT_LE(maxInterval, 3ull << 19) << "an interval's log above three quarters of log_size";
+  const uint64_t budget = (2ull << 20) - (128ull << 10);
+  const uint64_t keep = budget / 4 / (64 << 10) * (64 << 10);  // what a covered file keeps
+  EXPECT_LE(maxFirst, budget) << "the first interval's log above the budget";
+  EXPECT_LE(maxLater, budget - keep) << "a later interval's log above the budget less a covered file";
   VMS_ASSERT_OK(db->close());
 }
 

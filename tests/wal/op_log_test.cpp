@@ -694,6 +694,99 @@ TEST(OpLog, AsyncKeepsTheRingBytesOfTheBlockItWritesOutAgain) {
   }
 }
 
+// The background write-out of a half-full ring writes whole 4 KiB blocks only, so the
+// file may end inside a record: its first bytes in the file, the rest only in the ring.
+// The ring must keep that record whole until the file holds all of it, since replay
+// takes a record from the file or from the ring, never a part from each. Here the
+// write-out ends at 32 KiB, inside record 31; then, with the file's writes held, records
+// fill the 64 KiB ring up to where its next lap would reach that record's first bytes.
+// A copy of the log taken then (a crash of the process) replays every record
+// acknowledged. (Found by `make crash-test`: a loaded machine stalled the write-out.)
+TEST(OpLog, AsyncKeepsARecordTheFileHoldsInPartWholeInTheRing) {
+  ScratchDir dir;
+  {
+    int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+    if (probe < 0) GTEST_SKIP() << "the file system here refuses O_DIRECT";
+    ::close(probe);
+  }
+  FaultIo faults;
+  Io* prev = setIo(&faults);
+  Options options = logOptions(Durability::kAsync, 1ull << 20);  // a 64 KiB ring
+  options.sync_interval_ms = 600000;  // no periodic flush: only the half-full write-out
+  const std::string value(1000, 'v');
+  std::vector<std::string> keys;
+  for (int i = 0; i < 94; i++) {
+    char key[8];
+    std::snprintf(key, sizeof(key), "k%03d", i);
+    keys.push_back(key);
+  }
+  std::vector<LogOp> ops;
+  for (int i = 0; i < 94; i++) {
+    ops.push_back(LogOp{LogOpKind::kPut, "", keys[i], std::string_view(value).substr(0, i < 93 ? 1000 : 753)});
+  }
+  ASSERT_EQ(recordSize({&ops[0], 1}), 1048u);
+  ASSERT_EQ(recordSize({&ops[93], 1}), 800u);  // ends at 98,216: within 280 bytes of the next lap
+  std::atomic<size_t> acked{0};
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), options));
+  UNIT_ASSERT_OK(log.startWriting(1));
+  for (size_t i = 0; i < 32; i++) {  // record 31 is [32,488, 33,536): past half the ring
+    logOne(log, ops[i]);
+    acked++;
+  }
+  // The writer writes [0, 32 KiB): record 31's header reaches the file.
+  const std::string file = dir.file(OpLog::fileName(1));
+  bool written = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       !written && std::chrono::steady_clock::now() < until;) {
+    LogRecordHeader h{};
+    int fd = ::open(file.c_str(), O_RDONLY);
+    written = fd >= 0 && ::pread(fd, &h, sizeof(h), 32488) == sizeof(h) && h.offset == 32488;
+    if (fd >= 0) ::close(fd);
+    if (!written) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(written) << "the half-full ring was not written out";
+  faults.hold(FaultIo::Op::kWrite, OpLog::fileName(1));
+  std::thread appender([&] {
+    for (size_t i = 32; i < ops.size(); i++) {
+      logOne(log, ops[i]);  // the last one may wait for the held file (the ring full)
+      acked++;
+    }
+  });
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       acked < ops.size() - 1 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // The last record either lands in the ring at once or waits for the held file.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The process crashes now: what its files hold (the ring is mapped shared).
+  const std::filesystem::path copy = dir.path() / "crashed";
+  std::filesystem::create_directory(copy);
+  for (const std::string& name : {OpLog::fileName(1), OpLog::ringFileName()}) {
+    std::error_code ec;
+    std::filesystem::copy_file(dir.file(name), copy / name, ec);
+    EXPECT_FALSE(ec) << name << ": " << ec.message();
+  }
+  const size_t acknowledged = acked;
+  std::vector<std::vector<std::string>> recs;
+  {
+    OpLog replayed;
+    EXPECT_TRUE(replayed.open(copy.string(), options).ok());
+    ReplayInfo info;
+    recs = replayAll(replayed, 1, &info);
+  }
+  faults.unhold();
+  appender.join();
+  // The last record would reach record 31's first bytes in the ring: it went to the file.
+  EXPECT_EQ(acknowledged, ops.size() - 1) << "the ring took a record over one the file holds only in part";
+  ASSERT_GE(recs.size(), acknowledged) << "records acknowledged but not replayed";
+  for (size_t i = 0; i < acknowledged; i++) {
+    ASSERT_EQ(recs[i][0], "1||" + std::string(ops[i].key) + "|" + std::string(ops[i].value)) << i;
+  }
+  UNIT_ASSERT_OK(log.close());
+  setIo(prev);
+}
+
 TEST(OpLog, ConcurrentCommittersShareFlushes) {
   ScratchDir dir;
   OpLog log;
