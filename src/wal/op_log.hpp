@@ -35,7 +35,8 @@
 //   cache, so the log's files do not fill it: whole 4 KiB blocks of the ring go out with
 //   O_DIRECT, from the block that holds the first byte not yet written out (its bytes
 //   before that are written again as they were, so a torn write cannot lose them; the
-//   ring keeps them until then), and a flush or cut writes the last block's part through
+//   ring keeps them until then, and keeps whole a record the file holds only part of),
+//   and a flush or cut writes the last block's part through
 //   the page cache; the background write-out of a half-full ring writes whole blocks
 //   only. Blocks that hold a record written directly go through the page cache. The
 //   ring itself is never synced: the files are. Replay reads each record from its file, and from the ring
