@@ -45,6 +45,14 @@ uint64_t logOne(OpLog& log, const LogOp& op) {
   return s.ok() ? log.append({&op, 1}, size) : 0;
 }
 
+// Whether the file system under dir allows O_DIRECT (the async log's whole-block write-out).
+bool directIoAllowed(const ScratchDir& dir) {
+  int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+  if (probe < 0) return false;
+  ::close(probe);
+  return true;
+}
+
 std::vector<std::vector<std::string>> replayAll(OpLog& log, uint32_t epoch, ReplayInfo* info) {
   std::vector<std::vector<std::string>> out;
   Status s = log.replay(epoch, [&](std::span<const LogOp> ops) {
@@ -592,11 +600,7 @@ size_t pagesCached(int fd) {
 // (the last block of each flush), not the log.
 TEST(OpLog, AsyncWriteOutLeavesTheLogOutOfThePageCache) {
   ScratchDir dir;
-  {
-    int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
-    if (probe < 0) GTEST_SKIP() << "the file system here refuses O_DIRECT";
-    ::close(probe);
-  }
+  if (!directIoAllowed(dir)) GTEST_SKIP() << "the file system here refuses O_DIRECT";
   constexpr size_t kRecords = 4096;
   const std::string value(4000, 'v');
   {
@@ -634,11 +638,7 @@ TEST(OpLog, AsyncWriteOutLeavesTheLogOutOfThePageCache) {
 // Once released, every record replays whole.
 TEST(OpLog, AsyncKeepsTheRingBytesOfTheBlockItWritesOutAgain) {
   ScratchDir dir;
-  {
-    int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
-    if (probe < 0) GTEST_SKIP() << "the file system here refuses O_DIRECT";
-    ::close(probe);
-  }
+  if (!directIoAllowed(dir)) GTEST_SKIP() << "the file system here refuses O_DIRECT";
   FaultIo faults;
   Io* prev = setIo(&faults);
   std::vector<std::string> keys;
@@ -704,11 +704,7 @@ TEST(OpLog, AsyncKeepsTheRingBytesOfTheBlockItWritesOutAgain) {
 // acknowledged. (Found by `make crash-test`: a loaded machine stalled the write-out.)
 TEST(OpLog, AsyncKeepsARecordTheFileHoldsInPartWholeInTheRing) {
   ScratchDir dir;
-  {
-    int probe = ::open(dir.file("probe").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
-    if (probe < 0) GTEST_SKIP() << "the file system here refuses O_DIRECT";
-    ::close(probe);
-  }
+  if (!directIoAllowed(dir)) GTEST_SKIP() << "the file system here refuses O_DIRECT";
   FaultIo faults;
   struct Restore {  // the I/O layer goes back even when an assertion ends the test early
     Io* prev;
