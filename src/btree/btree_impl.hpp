@@ -139,6 +139,7 @@ void BasicBTree<BM>::walkResident(std::span<const Bytes> keys, Lookup* out, Leaf
     BTreeNode::Search search{};
     unsigned pos = 0;
     Step step = kVisit;
+    bool follow = false;  // searched from where the key before it was found (kVisit)
   };
   auto request = [&](uint64_t pid) {
     if constexpr (requires { bm_.prefetch(pid); }) bm_.prefetch(pid);
@@ -186,13 +187,25 @@ void BasicBTree<BM>::walkResident(std::span<const Bytes> keys, Lookup* out, Leaf
               }
             }
             w.node = std::move(node);
-            w.search = w.node->searchStart(key);
+            // The key before this one holds the same node, its search next: this key's
+            // answer is most often the same slot (the same child: a batch of nearby keys,
+            // as a sorted one), so its search starts there (lowerBoundNear), with nothing
+            // requested (the key before reads those lines first).
+            const Walk* before = i > 0 ? &walk[i - 1] : nullptr;
+            w.follow = before != nullptr && before->step == kSearch && before->node.pid() == w.node.pid();
+            if (!w.follow) w.search = w.node->searchStart(key);
             w.step = kSearch;
             break;
           }
           case kSearch: {
             bool found;
-            w.pos = w.node->searchFinish(key, w.search, &found);
+            if (!w.follow) {
+              w.pos = w.node->searchFinish(key, w.search, &found);
+            } else if (const Walk& before = walk[i - 1]; before.step == kChild || before.step == kCopy) {
+              w.pos = w.node->lowerBoundNear(key, before.pos, &found);  // it searched this node just now
+            } else {
+              w.pos = w.node->lowerBound(key, &found);  // it stopped (absent, or left to the caller)
+            }
             if (w.node->isInner()) {
               if (w.pos < w.node->count) __builtin_prefetch(w.node->payloadPtr(w.pos));
               w.step = kChild;

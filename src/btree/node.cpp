@@ -186,6 +186,36 @@ unsigned BTreeNode::searchFinish(Bytes key, Search s, bool* found) const {
   return searchSlots(key.subspan(prefixLen), s.head, s.lo, s.hi, found);
 }
 
+unsigned BTreeNode::lowerBoundNear(Bytes key, unsigned guess, bool* found) const {
+  *found = false;
+  if (prefixLen > 0) {
+    if (int at = placeByPrefix(key); at >= 0) return static_cast<unsigned>(at);
+  }
+  const unsigned n = count;
+  guess = std::min(guess, n);
+  const Bytes rest = key.subspan(prefixLen);
+  const uint32_t h = keyHead(rest.data(), static_cast<unsigned>(rest.size()));
+  // The answer is in [lo, hi]: a one-slot searchSlots says whether the key is above that
+  // slot. Slot guess first: in an ascending run the key is never below slot guess - 1.
+  unsigned lo = 0;
+  unsigned hi = n;
+  if (guess < n && searchSlots(rest, h, guess, guess + 1, found) != guess) {
+    lo = guess + 1;  // above slot guess
+  } else if (*found || guess == 0) {
+    return guess;
+  } else if (searchSlots(rest, h, guess - 1, guess, found) == guess - 1) {
+    if (*found) return guess - 1;
+    hi = guess - 1;  // at or below slot guess - 1
+  } else {
+    return guess;  // above slot guess - 1, at or below slot guess (or guess is count)
+  }
+  unsigned hintLo = 0;
+  unsigned hintHi = n;
+  searchHint(h, &hintLo, &hintHi);
+  lo = std::max(lo, hintLo);
+  return searchSlots(rest, h, lo, std::max(lo, std::min(hi, hintHi)), found);
+}
+
 uint64_t BTreeNode::lookupInner(Bytes key) const {
   bool found;
   unsigned pos = lowerBound(key, &found);

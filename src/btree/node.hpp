@@ -127,6 +127,11 @@ struct BTreeNode {
   };
   Search searchStart(Bytes key) const;
   unsigned searchFinish(Bytes key, Search s, bool* found) const;
+  // lowerBound with a guess at the answer (where a nearby key was found, as the key
+  // before it in a batch): the slots on either side of `guess` are compared first, and
+  // only when the key is not between them is it searched for, on its side of them. Any
+  // guess gives lowerBound's answer; a right one costs one or two comparisons.
+  unsigned lowerBoundNear(Bytes key, unsigned guess, bool* found) const;
   // The child to descend to for key.
   uint64_t lookupInner(Bytes key) const;
 

@@ -1,8 +1,9 @@
 // Tree::getMany in memory, where the keys descend the tree together (BTree::
 // lookupResident): the same answers as get() for every kind of key and value, in both
-// output forms; and readers racing a writer that splits, merges, replaces and deletes end
-// on whole, current values. (tasks_test.cpp covers getMany out of memory, where keys
-// whose pages are not resident take the usual path, and the C form.)
+// output forms, in any order and in ascending order; and readers racing a writer that
+// splits, merges, replaces and deletes end on whole, current values. (tasks_test.cpp
+// covers getMany out of memory, where keys whose pages are not resident take the usual
+// path, and the C form.)
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -48,6 +49,11 @@ TEST_F(GetManyInMemoryTest, AnswersAreThoseOfGet) {
   owned[1234] = std::string(vmstore::kMaxKeySize + 1, 'x');
   owned[2000] = "a key below every other";
   owned[2001] = "zz above every other";
+  // The same keys again in ascending order (repeats next to each other), where each key
+  // is searched for first where the key before it was found.
+  std::vector<std::string> ascending(owned.begin(), owned.begin() + 1500);
+  std::sort(ascending.begin(), ascending.end());
+  owned.insert(owned.end(), ascending.begin(), ascending.end());
   std::vector<std::string_view> keys(owned.begin(), owned.end());
 
   std::vector<std::string> values;
@@ -133,8 +139,11 @@ TEST_F(GetManyRaceTest, ReadersRacingAWriterGetWholeValues) {
       std::vector<std::span<std::byte>> bufs(space.begin(), space.end());
       std::vector<size_t> vlens(batch.size());
       for (bool intoBuffers = false; !stop.load(); intoBuffers = !intoBuffers) {
+        for (size_t j = 0; j < owned.size(); j++) ids[j] = pick(rng);
+        // Every other batch in ascending key order (as a sorted batch: each key is
+        // searched for first where the one before it was).
+        if (intoBuffers) std::sort(ids.begin(), ids.end(), [&](int a, int b) { return key(a) < key(b); });
         for (size_t j = 0; j < owned.size(); j++) {
-          ids[j] = pick(rng);
           owned[j] = key(ids[j]);
           batch[j] = owned[j];
         }

@@ -1,6 +1,7 @@
 // Unit tests of btree/node.hpp: the slotted B+tree node on a 4 KiB buffer: fences and
 // prefix truncation, key heads, hints, insert/lowerBound/remove, compaction, splits
-// (and that chooseSplit's halves always fit), merges and verify(); lowerBound's two halves.
+// (and that chooseSplit's halves always fit), merges and verify(); lowerBound's two halves
+// and lowerBoundNear.
 #include "btree/node.hpp"
 
 #include <gtest/gtest.h>
@@ -170,12 +171,19 @@ TEST(BTreeNode, InsertLowerBoundRemove) {
 }
 
 // lowerBound, checked against its two halves (searchStart then searchFinish, as the
-// B+tree's side-by-side lookups call them): both give the same position and found.
+// B+tree's side-by-side lookups call them), and against lowerBoundNear with guesses on
+// both sides of the answer and at it: all give the same position and found.
 unsigned search(const BTreeNode* n, Bytes key, bool* found) {
   const unsigned pos = n->lowerBound(key, found);
   bool foundByHalves = !*found;
   EXPECT_EQ(n->searchFinish(key, n->searchStart(key), &foundByHalves), pos) << str(key);
   EXPECT_EQ(foundByHalves, *found) << str(key);
+  const unsigned count = n->count;
+  for (unsigned guess : {0u, pos / 2, pos > 0 ? pos - 1 : 0u, pos, pos + 1, (pos + count) / 2, count, count + 7}) {
+    bool foundNear = !*found;
+    EXPECT_EQ(n->lowerBoundNear(key, guess, &foundNear), pos) << str(key) << " guess " << guess;
+    EXPECT_EQ(foundNear, *found) << str(key) << " guess " << guess;
+  }
   return pos;
 }
 
