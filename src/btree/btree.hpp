@@ -91,11 +91,11 @@ class BasicBTree {
   // requests the lines the key's next step reads (the slots a node search will probe,
   // the child reference it finds, the child's state word and header), so that the cache
   // misses of different keys overlap instead of following one another (group
-  // prefetching: AMAC, Kocberber et al., VLDB 2015). A key that reaches the node the key
-  // before it is in, as it does in the upper levels (and more often in a sorted batch),
-  // is searched for first where that key was found (BTreeNode::lowerBoundNear): one or
-  // two comparisons instead of a search when it goes the same way. Holds nothing,
-  // waits for nothing, reads nothing from storage. For key i, out[i] says what became of it:
+  // prefetching: AMAC, Kocberber et al., VLDB 2015). In a group of keys in ascending
+  // order (a sorted batch), a key that reaches the node the key before it is in is
+  // searched for first where that key was found (BTreeNode::lowerBoundNear): one or two
+  // comparisons instead of a search when it goes the same way, as it mostly does in the
+  // upper levels. Holds nothing, waits for nothing, reads nothing from storage. For key i, out[i] says what became of it:
   // - kFound: copy(i, value) was called with its value in place, and the leaf was
   //   validated after the copy;
   // - kAbsent: not in the tree (validated);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <type_traits>
 
 #include "task/cooperative.hpp"
 #include "vmstore/limits.hpp"
@@ -160,82 +161,99 @@ void BasicBTree<BM>::walkResident(std::span<const Bytes> keys, Lookup* out, Leaf
       active--;
     };
     for (size_t i = 0; i < n; i++) walk[i].next = root_;
-    while (active > 0) {
-      for (size_t i = 0; i < n; i++) {
-        Walk& w = walk[i];
-        const Bytes key = keys[base + i];
-        switch (w.step) {
-          case kVisit: {
-            const bool atRoot = !w.node.held();
-            NodeO node = NodeO::ifResident(bm_, w.next);
-            // `next` came from w.node, which must still be as it was when read.
-            if (!node.held() || !w.node.valid() || !(node->isLeaf() || node->isInner()) ||
-                (atRoot && node->dropped())) {
-              finish(i, Lookup::kLeft);
-              break;
-            }
-            if constexpr (kLocate) {
-              if (node->isLeaf()) {  // its version now: a write that finds it unchanged may go to it
-                leaves[base + i] = LeafHint{w.next, PageState::versionOf(node.version())};
-                // Requested for the write: its fences (leafFromHint) and the slots its search
-                // starts from. Prefetches only: a node changed meanwhile costs nothing.
-                __builtin_prefetch(node->lowerFenceKey().data());
-                __builtin_prefetch(node->upperFenceKey().data());
-                (void)node->searchStart(key);
-                finish(i, Lookup::kFound);
+    // The group's walk. In ascending key order (a sorted batch) keys follow each other
+    // (kVisit); in another order a key seldom goes the way of the one before it, and the
+    // walk is the plain one.
+    auto walkGroup = [&](auto ascendingOrder) {
+      constexpr bool kAscending = decltype(ascendingOrder)::value;
+      const Bytes* const groupKeys = keys.data() + base;
+      while (active > 0) {
+        for (size_t i = 0; i < n; i++) {
+          Walk& w = walk[i];
+          switch (w.step) {
+            case kVisit: {
+              const Bytes key = groupKeys[i];
+              const bool atRoot = !w.node.held();
+              NodeO node = NodeO::ifResident(bm_, w.next);
+              // `next` came from w.node, which must still be as it was when read.
+              if (!node.held() || !w.node.valid() || !(node->isLeaf() || node->isInner()) ||
+                  (atRoot && node->dropped())) {
+                finish(i, Lookup::kLeft);
                 break;
               }
-            }
-            w.node = std::move(node);
-            // The key before this one holds the same node, its search next: this key's
-            // answer is most often the same slot (the same child: a batch of nearby keys,
-            // as a sorted one), so its search starts there (lowerBoundNear), with nothing
-            // requested (the key before reads those lines first).
-            const Walk* before = i > 0 ? &walk[i - 1] : nullptr;
-            w.follow = before != nullptr && before->step == kSearch && before->node.pid() == w.node.pid();
-            if (!w.follow) w.search = w.node->searchStart(key);
-            w.step = kSearch;
-            break;
-          }
-          case kSearch: {
-            bool found;
-            if (!w.follow) {
-              w.pos = w.node->searchFinish(key, w.search, &found);
-            } else if (const Walk& before = walk[i - 1]; before.step == kChild || before.step == kCopy) {
-              w.pos = w.node->lowerBoundNear(key, before.pos, &found);  // it searched this node just now
-            } else {
-              w.pos = w.node->lowerBound(key, &found);  // it stopped (absent, or left to the caller)
-            }
-            if (w.node->isInner()) {
-              if (w.pos < w.node->count) __builtin_prefetch(w.node->payloadPtr(w.pos));
-              w.step = kChild;
-            } else if (found) {
-              const uint8_t* value = w.node->payloadPtr(w.pos);
-              __builtin_prefetch(value);
-              __builtin_prefetch(value + 64);
-              w.step = kCopy;
-            } else {
-              finish(i, w.node.valid() ? Lookup::kAbsent : Lookup::kLeft);
-            }
-            break;
-          }
-          case kChild:
-            w.next = w.pos < w.node->count ? w.node->child(w.pos) : w.node->upper;
-            request(w.next);
-            w.step = kVisit;
-            break;
-          case kCopy:
-            if (w.node->outOfLine(w.pos)) {
-              finish(i, Lookup::kLeft);
+              if constexpr (kLocate) {
+                if (node->isLeaf()) {  // its version now: a write that finds it unchanged may go to it
+                  leaves[base + i] = LeafHint{w.next, PageState::versionOf(node.version())};
+                  // Requested for the write: its fences (leafFromHint) and the slots its search
+                  // starts from. Prefetches only: a node changed meanwhile costs nothing.
+                  __builtin_prefetch(node->lowerFenceKey().data());
+                  __builtin_prefetch(node->upperFenceKey().data());
+                  (void)node->searchStart(key);
+                  finish(i, Lookup::kFound);
+                  break;
+                }
+              }
+              w.node = std::move(node);
+              // In an ascending group, the key before this one holds the same node, its
+              // search next: this key's answer is most often the same slot (the same child),
+              // so its search starts there (lowerBoundNear), with nothing requested (the key
+              // before reads those lines first).
+              if constexpr (kAscending) {
+                w.follow = i > 0 && walk[i - 1].step == kSearch && walk[i - 1].node.pid() == w.node.pid();
+              }
+              if (!kAscending || !w.follow) w.search = w.node->searchStart(key);
+              w.step = kSearch;
               break;
             }
-            copy(ctx, base + i, Bytes(w.node->payloadPtr(w.pos), std::min<size_t>(w.node->payloadLen(w.pos), kPageSize)));
-            finish(i, w.node.valid() ? Lookup::kFound : Lookup::kLeft);
-            break;
-          case kDone:
-            break;
+            case kSearch: {
+              const Bytes key = groupKeys[i];
+              bool found;
+              if (!kAscending || !w.follow) {
+                w.pos = w.node->searchFinish(key, w.search, &found);
+              } else if (const Walk& before = walk[i - 1]; before.step == kChild || before.step == kCopy) {
+                w.pos = w.node->lowerBoundNear(key, before.pos, &found);  // it searched this node just now
+              } else {
+                w.pos = w.node->lowerBound(key, &found);  // it stopped (absent, or left to the caller)
+              }
+              if (w.node->isInner()) {
+                if (w.pos < w.node->count) __builtin_prefetch(w.node->payloadPtr(w.pos));
+                w.step = kChild;
+              } else if (found) {
+                const uint8_t* value = w.node->payloadPtr(w.pos);
+                __builtin_prefetch(value);
+                __builtin_prefetch(value + 64);
+                w.step = kCopy;
+              } else {
+                finish(i, w.node.valid() ? Lookup::kAbsent : Lookup::kLeft);
+              }
+              break;
+            }
+            case kChild:
+              w.next = w.pos < w.node->count ? w.node->child(w.pos) : w.node->upper;
+              request(w.next);
+              w.step = kVisit;
+              break;
+            case kCopy:
+              if (w.node->outOfLine(w.pos)) {
+                finish(i, Lookup::kLeft);
+                break;
+              }
+              copy(ctx, base + i,
+                   Bytes(w.node->payloadPtr(w.pos), std::min<size_t>(w.node->payloadLen(w.pos), kPageSize)));
+              finish(i, w.node.valid() ? Lookup::kFound : Lookup::kLeft);
+              break;
+            case kDone:
+              break;
+          }
         }
       }
+    };
+    bool ascending = true;
+    for (size_t i = 1; i < n && ascending; i++) ascending = compareBytes(keys[base + i - 1], keys[base + i]) <= 0;
+    if (ascending) {
+      walkGroup(std::true_type{});
+    } else {
+      walkGroup(std::false_type{});
     }
   }
 }
