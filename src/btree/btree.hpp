@@ -95,7 +95,8 @@ class BasicBTree {
   // order (a sorted batch), a key that reaches the node the key before it is in is
   // searched for first where that key was found (BTreeNode::lowerBoundNear): one or two
   // comparisons instead of a search when it goes the same way, as it mostly does in the
-  // upper levels. Holds nothing, waits for nothing, reads nothing from storage. For key i, out[i] says what became of it:
+  // upper levels. Holds nothing, waits for nothing, reads nothing from storage. For key
+  // i, out[i] says what became of it:
   // - kFound: copy(i, value) was called with its value in place, and the leaf was
   //   validated after the copy;
   // - kAbsent: not in the tree (validated);
