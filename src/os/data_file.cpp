@@ -210,7 +210,7 @@ void DataFile::allocateTo(uint64_t end) const {
   // Writes that reach past `from` wait here, and the others end before it: nothing is
   // written past max(from, the file's size now) while this runs.
   const uint64_t keep = std::max(from, sizeBytes());
-  if (io().fallocate(fd_, path_, target) != 0) {
+  if (io().fallocate(fd_, path_, from, target - from) != 0) {
     // A full device (or a file system without fallocate): what the call took goes back,
     // so that allocating ahead never takes space a page write could have had, and the
     // write that needed it goes on as without. Not tried again in this open: each try
@@ -360,8 +360,11 @@ Status DataFile::truncate(uint64_t pages) const {
   return Status::OK();
 }
 
-Status DataFile::allocate(uint64_t pages) const {
-  if (io().fallocate(fd_, path_, pages * kPageSize) != 0) return ioStatus("allocation in " + path_, errno);
+Status DataFile::allocate(uint64_t from, uint64_t to) const {
+  if (to <= from) return Status::OK();
+  if (io().fallocate(fd_, path_, from * kPageSize, (to - from) * kPageSize) != 0) {
+    return ioStatus("allocation in " + path_, errno);
+  }
   return Status::OK();
 }
 

@@ -13,9 +13,11 @@
 //   continue each other in the file (in the order given) go as one vectored write of
 //   up to 256 pages; a short one is written again page by page.
 // - Allocate ahead (setAllocateAhead, off by default): before a write reaches past what
-//   the file has allocated, the file is allocated (fallocate) and its size extended
-//   beyond it: a 32nd of its size more, at least 1 MiB, at most 64 MiB, never past the
-//   given limit; one thread at a time. Page writes past the old end then land in
+//   the file has allocated, the range from there is allocated (fallocate) and the size
+//   extended beyond it: a 32nd of its size more, at least 1 MiB, at most 64 MiB, never
+//   past the given limit; one thread at a time. Only that range: ext4 walks every extent
+//   of the range it is given, which from the file's start took milliseconds a call at a
+//   GiB (docs/BENCHMARKS.md, stop 59). Page writes past the old end then land in
 //   allocated space inside the file: with O_DIRECT, a write into a hole or past the end
 //   allocates blocks and changes the size under the inode's exclusive lock (on
 //   io_uring, in kernel worker threads that contend for it); into allocated space it
@@ -103,8 +105,9 @@ class DataFile {
   void setAllocateAhead(uint64_t limitBytes, uint64_t usedBytes = UINT64_MAX);
   Status sync() const;  // fdatasync
   Status truncate(uint64_t pages) const;
-  // Allocates the first `pages` pages on the device (the file grows to at least that).
-  Status allocate(uint64_t pages) const;
+  // Allocates pages [from, to) on the device (the file grows to at least `to` pages).
+  // Pages below `from` are left as they are.
+  Status allocate(uint64_t from, uint64_t to) const;
   void close();
   uint64_t sizeBytes() const;
   bool directIo() const { return direct_; }

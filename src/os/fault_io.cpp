@@ -475,15 +475,15 @@ int FaultIo::ftruncate(int fd, const std::string& path, uint64_t size) {
   return r;
 }
 
-int FaultIo::fallocate(int fd, const std::string& path, uint64_t size) {
+int FaultIo::fallocate(int fd, const std::string& path, uint64_t offset, uint64_t len) {
   std::unique_lock lk(mutex_);
   if (refusedLocked(Op::kWrite, path)) return -1;
-  if (wouldExceedSpaceLocked(fd, size)) return -1;
+  if (wouldExceedSpaceLocked(fd, offset + len)) return -1;
   if (!tracking_) {
     lk.unlock();
-    return Io::fallocate(fd, path, size);
+    return Io::fallocate(fd, path, offset, len);
   }
-  int r = Io::fallocate(fd, path, size);
+  int r = Io::fallocate(fd, path, offset, len);
   struct stat st;
   if (r == 0 && ::fstat(fd, &st) == 0) {
     FileKey key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};

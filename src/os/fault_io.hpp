@@ -114,7 +114,7 @@ class FaultIo : public Io {
   ssize_t pwrite(int fd, const std::string& path, const void* buf, size_t n, uint64_t off) override;
   int fdatasync(int fd, const std::string& path) override;
   int ftruncate(int fd, const std::string& path, uint64_t size) override;
-  int fallocate(int fd, const std::string& path, uint64_t size) override;
+  int fallocate(int fd, const std::string& path, uint64_t offset, uint64_t len) override;
   int rename(const std::string& from, const std::string& to) override;
   int unlink(const std::string& path) override;
   int mapShared(int fd, const std::string& path, void* addr, size_t len, uint64_t off) override;

@@ -34,9 +34,9 @@ int Io::ftruncate(int fd, const std::string&, uint64_t size) {
   }
   return r;
 }
-int Io::fallocate(int fd, const std::string&, uint64_t size) {
+int Io::fallocate(int fd, const std::string&, uint64_t offset, uint64_t len) {
   int r;
-  while ((r = ::fallocate(fd, 0, 0, static_cast<off_t>(size))) != 0 && errno == EINTR) {
+  while ((r = ::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(len))) != 0 && errno == EINTR) {
   }
   return r;
 }

@@ -41,8 +41,10 @@ class Io {
   // fdatasync, ftruncate and fallocate try again when a signal interrupts them (EINTR).
   virtual int fdatasync(int fd, const std::string& path);
   virtual int ftruncate(int fd, const std::string& path, uint64_t size);
-  // Allocates [0, size) on the device, growing the file's size to at least size.
-  virtual int fallocate(int fd, const std::string& path, uint64_t size);
+  // Allocates [offset, offset + len) on the device, growing the file's size to at least
+  // offset + len. Only that range: ext4 walks every extent of the range it is given, so
+  // a range from 0 costs what the whole file holds (docs/BENCHMARKS.md, stop 59).
+  virtual int fallocate(int fd, const std::string& path, uint64_t offset, uint64_t len);
   virtual int rename(const std::string& from, const std::string& to);
   virtual int unlink(const std::string& path);
   // Maps [off, off + len) of the file at addr (page aligned, inside the caller's

@@ -358,7 +358,7 @@ Status OpLog::mapRing() {
   if (sizeOf(ring_.fd) != ring_.bytes && io().ftruncate(ring_.fd, ring_.path, 0) != 0) {
     return ioStatus("cannot resize log " + ring_.path, errno);
   }
-  if (io().fallocate(ring_.fd, ring_.path, ring_.bytes) != 0) {
+  if (io().fallocate(ring_.fd, ring_.path, 0, ring_.bytes) != 0) {
     return ioStatus("cannot allocate log space in " + ring_.path, errno);
   }
   void* p = mmap(nullptr, ring_.bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -420,7 +420,7 @@ Status OpLog::grow(Segment& seg, uint64_t need) {
   // Allocated on the device before records are accepted into it: a full device fails the
   // reservation (the write it logs changes nothing), never a write-out of an acknowledged
   // record. What an earlier session allocated stays.
-  if (cap > sizeOf(seg.fd) && io().fallocate(seg.fd, seg.path, cap) != 0) {
+  if (cap > sizeOf(seg.fd) && io().fallocate(seg.fd, seg.path, 0, cap) != 0) {
     return ioStatus("cannot allocate log space in " + seg.path, errno);
   }
   seg.capacity = cap;

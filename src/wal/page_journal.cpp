@@ -229,7 +229,7 @@ Status PageJournal::appendTo(File& f, std::span<const PageWrite> all) {
     // Appends that extend an O_DIRECT file are serialized by the file system; writes
     // into allocated space are not. Allocate ahead, doubling.
     uint64_t target = std::max<uint64_t>(start + need, std::max<uint64_t>(2 * f.allocated, kFirstSlots));
-    if (f.file.allocate(target).ok()) f.allocated = target;
+    if (f.file.allocate(f.allocated, target).ok()) f.allocated = target;
   }
   std::vector<PageWrite> frames;
   frames.reserve(writes.size());

@@ -476,7 +476,7 @@ TEST(FaultIo, AfterPowerCutEveryCallFailsWithEioAndCloseWorks) {
   EXPECT_TRUE(eio(io.pwrite(fd, path, buf.data(), kPage, 0)));
   EXPECT_TRUE(eio(io.fdatasync(fd, path)));
   EXPECT_TRUE(eio(io.ftruncate(fd, path, 0)));
-  EXPECT_TRUE(eio(io.fallocate(fd, path, 4 * kPage)));
+  EXPECT_TRUE(eio(io.fallocate(fd, path, 0, 4 * kPage)));
   EXPECT_TRUE(eio(io.rename(path, dir.file("g"))));
   EXPECT_TRUE(eio(io.unlink(path)));
   EXPECT_TRUE(eio(io.syncDir(dir.str())));
@@ -601,11 +601,13 @@ void checkRulesAndSpace(bool tracking) {
   EXPECT_EQ(put(io, fd, path, 2 * kPage, 'S', kPage), static_cast<ssize_t>(2 * kPage));
   EXPECT_EQ(put(io, fd, path, 1, 'S', 3 * kPage), -1);
   EXPECT_EQ(errno, ENOSPC);
-  EXPECT_EQ(io.fallocate(fd, path, 3 * kPage + 1), -1);
+  EXPECT_EQ(io.fallocate(fd, path, 0, 3 * kPage + 1), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  EXPECT_EQ(io.fallocate(fd, path, 3 * kPage, 1), -1);  // its end counts, not its length
   EXPECT_EQ(errno, ENOSPC);
   EXPECT_EQ(contentOf(path).size(), 3 * kPage);
   EXPECT_EQ(io.ftruncate(fd, path, 2 * kPage), 0);
-  EXPECT_EQ(io.fallocate(fd, path, 3 * kPage), 0);
+  EXPECT_EQ(io.fallocate(fd, path, 0, 3 * kPage), 0);
   EXPECT_EQ(put(io, fd, path, 1, 'S', 3 * kPage), -1);
   io.clearSpaceLimit();
   EXPECT_EQ(put(io, fd, path, 1, 'S', 3 * kPage), 1);
