@@ -91,10 +91,7 @@ Status OpLog::create(const std::string& path, int* fd) {
 }
 
 void OpLog::openDirect(Segment& seg) {
-  // Under async only: its write-outs are large and in the background. A sync flush
-  // writes a few KiB and waits for them, and an O_DIRECT write before the fdatasync made
-  // that two waits for the device (YCSB-A, 32 threads: 0.55-0.76x of the page cache's).
-  if (!options_.direct_io || options_.durability != Durability::kAsync || seg.fd < 0 || seg.directFd >= 0) return;
+  if (!options_.direct_io || options_.durability == Durability::kNone || seg.fd < 0 || seg.directFd >= 0) return;
   // Only faster: where the file system refuses O_DIRECT (EINVAL), or the open fails
   // otherwise, write-outs go through the page cache.
   seg.directFd = io().open(seg.path, O_RDWR | O_CLOEXEC | O_DIRECT, 0644);
@@ -488,14 +485,15 @@ Status OpLog::writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& d
     // they are (a torn write leaves each sector old or new, both holding them). No other
     // write touches these blocks meanwhile: direct records and the preparer's zeros go
     // at or past the end of the records, upTo or later.
-    const uint64_t blocksEnd = upTo / kBlock * kBlock;
+    // A flush writes the last block whole as well: past upTo it holds what the ring
+    // holds there (records appended since, maybe half copied, or an earlier lap's bytes),
+    // which replay refuses (a record's header names its offset, its sums its bytes) and
+    // the next write-out writes again. No direct record is placed in that block
+    // meanwhile (tailBusy_), and the preparer's zeros start past it.
+    const uint64_t blocksEnd = wholeBlocks ? upTo / kBlock * kBlock : roundUp(upTo, kBlock);
     if (blocksEnd > blockStart) err = fromRingTo(seg.directFd, blockStart, blocksEnd);
-    at = std::max(at, blocksEnd);
-    if (wholeBlocks) {
-      done = at;
-    } else if (err == 0 && at < upTo) {
-      err = fromRingTo(seg.fd, at, upTo);  // the last block's part, through the page cache
-    }
+    at = std::max(at, std::min(upTo, blocksEnd));
+    if (wholeBlocks) done = at;
   } else {
     for (const Direct& d : direct) {  // in the file already
       if (d.offset + d.size <= at || d.offset >= upTo) continue;
@@ -536,9 +534,17 @@ Status OpLog::writeOutTo(uint64_t lsn, bool wholeBlocks) {
     std::erase_if(direct_, [&](const Direct& d) { return d.offset + d.size <= written; });
     direct = direct_;
     directEnd = directEnd_;
+    if (!wholeBlocks) {
+      tailBlockEnd_ = roundUp(end, kBlock);
+      tailBusy_.store(1, std::memory_order_relaxed);  // released by the append lock
+    }
   }
   // Everything of earlier intervals was written out by their cut.
   Status st = writeOut(*seg, end, direct, directEnd, wholeBlocks);
+  if (!wholeBlocks) {
+    tailBusy_.store(0, std::memory_order_release);
+    futexWake(tailBusy_);
+  }
   if (!st.ok()) return st;
   const uint64_t writtenLsn = endLsn - (end - std::min(end, seg->written));
   uint64_t was = writtenLsn_.load(std::memory_order_relaxed);
@@ -632,7 +638,12 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
       toRing(ring_.base, ring_.bytes, end_ % ring_.bytes, record, size);
       halfFull = pending > ring_.bytes / 2;
     } else {
-      // Too large for the ring, or the ring full: to its place in the file at once.
+      // Too large for the ring, or the ring full: to its place in the file at once,
+      // once no write-out is writing the block it starts in whole (a rare wait, under
+      // the append lock: the write-out does not take it before it is done).
+      if (end_ < tailBlockEnd_) {
+        while (tailBusy_.load(std::memory_order_acquire) != 0) futexWait(tailBusy_, 1);
+      }
       err = pwriteAll(seg->fd, seg->path, record, size, end_);
       if (err == 0) {
         direct_.push_back({end_, size});
@@ -859,17 +870,26 @@ void OpLog::prepareAhead() {
   // Zeros go only where no record is (at or past end_, under the append lock, which
   // places records), a chunk at a time so that appends wait for one chunk at most. A
   // record appended there later is written out over them, in order.
-  static const std::vector<uint8_t> zeros(kPrepareChunk);
+  // With O_DIRECT write-outs the zeros go in whole blocks with O_DIRECT too, from the
+  // block after the one the records end in (a flush writes that one whole): a zero page
+  // in the page cache over a block a direct write-out then writes would cost a
+  // write-back and an invalidation, and could be written back over it.
+  alignas(kBlock) static const uint8_t zeros[kPrepareChunk] = {};
   const Segment* seg = nullptr;
   for (;;) {
     std::lock_guard g(appendMutex_);
     if (failed_.load(std::memory_order_acquire)) return;
     Segment& cur = segs_[cur_];
     if (seg != nullptr && seg != &cur) break;  // a cut: sync what was zeroed, then go on
-    const uint64_t from = std::max(cur.zeroed, end_);
-    const uint64_t to = std::min({cur.capacity, end_ + kPrepareAhead, from + kPrepareChunk});
+    const bool direct = cur.directFd >= 0;
+    uint64_t from = std::max(cur.zeroed, end_);
+    uint64_t to = std::min({cur.capacity, end_ + kPrepareAhead, from + kPrepareChunk});
+    if (direct) {
+      from = roundUp(from, kBlock);
+      to = to / kBlock * kBlock;
+    }
     if (from >= to) break;
-    if (pwriteAll(cur.fd, cur.path, zeros.data(), to - from, from) != 0) {
+    if (pwriteAll(direct ? cur.directFd : cur.fd, cur.path, zeros, to - from, from) != 0) {
       // Only slower: later syncs initialize the space themselves. Stop until the next ask.
       cur.zeroed = cur.capacity;
       break;

@@ -282,6 +282,12 @@ class OpLog {
   alignas(64) std::mutex writeMutex_;
   std::atomic<uint64_t> writtenLsn_{0};  // everything before it is in the file
   std::atomic<uint64_t> writtenOff_{0};  // ringFreeBefore(the current file), for appends
+  // A write-out's last block (a flush writes it whole with O_DIRECT): where it ends
+  // (set under appendMutex_ when the write-out takes its snapshot), and 1 while the
+  // write-out runs. A record written to the file directly that starts before
+  // tailBlockEnd_ waits for 0 (a futex word).
+  uint64_t tailBlockEnd_ = 0;
+  std::atomic<uint32_t> tailBusy_{0};
   std::atomic<bool> writeOutWanted_{false};  // async: the writer is asked to write out
   std::atomic<bool> prepareWanted_{false};   // sync: the preparer is asked to zero-fill ahead
 

@@ -430,6 +430,10 @@ TEST(OpLog, AcknowledgedRecordsSurviveATearingPowerCutAmongConcurrentWritersAsyn
   acknowledgedSurviveAPowerCut(Durability::kAsync, /*tear=*/true);
 }
 
+TEST(OpLog, AcknowledgedRecordsSurviveATearingPowerCutAmongConcurrentWritersSync) {
+  acknowledgedSurviveAPowerCut(Durability::kSync, /*tear=*/true);
+}
+
 // Overwrites one byte of a file in dir.
 void damage(const ScratchDir& dir, const std::string& name, uint64_t at) {
   int fd = ::open(dir.file(name).c_str(), O_RDWR);
@@ -595,17 +599,18 @@ size_t pagesCached(int fd) {
   return n;
 }
 
-// The async log's write-out bypasses the page cache (direct_io, where the file system
-// allows O_DIRECT): after 16 MiB of records, the log file holds a few pages in the cache
-// (the last block of each flush), not the log.
-TEST(OpLog, AsyncWriteOutLeavesTheLogOutOfThePageCache) {
+// The log's write-out bypasses the page cache (direct_io, where the file system allows
+// O_DIRECT), a flush's last block and sync's zero-fill ahead included: after 16 MiB of
+// records, the log file holds few pages in the cache (those of records that found the
+// ring full, if any), not the log.
+void writeOutLeavesTheLogOutOfThePageCache(Durability durability) {
   ScratchDir dir;
   if (!directIoAllowed(dir)) GTEST_SKIP() << "the file system here refuses O_DIRECT";
   constexpr size_t kRecords = 4096;
   const std::string value(4000, 'v');
   {
     OpLog log;
-    UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 256ull << 20)));
+    UNIT_ASSERT_OK(log.open(dir.str(), logOptions(durability, 256ull << 20)));
     UNIT_ASSERT_OK(log.startWriting(1));
     uint64_t end = 0;
     for (size_t i = 0; i < kRecords; i++) {
@@ -623,11 +628,68 @@ TEST(OpLog, AsyncWriteOutLeavesTheLogOutOfThePageCache) {
     UNIT_ASSERT_OK(log.close());
   }
   OpLog log;
-  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(Durability::kAsync, 256ull << 20)));
+  UNIT_ASSERT_OK(log.open(dir.str(), logOptions(durability, 256ull << 20)));
   ReplayInfo info;
   auto recs = replayAll(log, 1, &info);
   ASSERT_EQ(recs.size(), kRecords);
   for (size_t i = 0; i < kRecords; i++) ASSERT_EQ(recs[i][0], "1||k" + std::to_string(i) + "|" + value) << i;
+}
+
+TEST(OpLog, AsyncWriteOutLeavesTheLogOutOfThePageCache) {
+  writeOutLeavesTheLogOutOfThePageCache(Durability::kAsync);
+}
+
+TEST(OpLog, SyncWriteOutLeavesTheLogOutOfThePageCache) {
+  writeOutLeavesTheLogOutOfThePageCache(Durability::kSync);
+}
+
+// A flush writes its last block whole with O_DIRECT, the ring's bytes past the records
+// included. A record too large for the ring goes to its place in the file directly: if
+// it starts in that block, it must wait for the flush's write, which would otherwise
+// write the ring's stale bytes over its first part. Here the flush's write is held; the
+// large record must not reach the file before it is released, and both replay.
+TEST(OpLog, ARecordWrittenDirectlyWaitsForTheFlushOfItsBlock) {
+  ScratchDir dir;
+  if (!directIoAllowed(dir)) GTEST_SKIP() << "the file system here refuses O_DIRECT";
+  FaultIo faults;
+  struct Restore {
+    Io* prev;
+    ~Restore() { setIo(prev); }
+  } restore{setIo(&faults)};
+  Options options = logOptions(Durability::kSync, 1ull << 20);  // a 64 KiB ring: 16 KiB records
+  options.log_zero_fill = false;  // no other write to the file meanwhile
+  const std::string small(300, 's'), large(20000, 'L');
+  OpLog log;
+  UNIT_ASSERT_OK(log.open(dir.str(), options));
+  UNIT_ASSERT_OK(log.startWriting(1));
+  const uint64_t smallEnd = logOne(log, LogOp{LogOpKind::kPut, "", "small", small});
+  ASSERT_LT(smallEnd, 4096u);
+  faults.hold(FaultIo::Op::kWrite, OpLog::fileName(1));
+  Status flushed;
+  std::thread flusher([&] { flushed = log.waitDurable(smallEnd); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (faults.holding() < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(faults.holding(), 1u) << "the flush's write was not held";
+  std::atomic<uint64_t> largeEnd{0};
+  std::thread appender([&] { largeEnd = logOne(log, LogOp{LogOpKind::kPut, "", "large", large}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(faults.holding(), 1u) << "the large record was written while the flush of its block was held";
+  EXPECT_EQ(largeEnd.load(), 0u);
+  faults.unhold();
+  flusher.join();
+  appender.join();
+  UNIT_ASSERT_OK(flushed);
+  UNIT_ASSERT_OK(log.waitDurable(largeEnd));
+  UNIT_ASSERT_OK(log.close());
+  OpLog replayed;
+  UNIT_ASSERT_OK(replayed.open(dir.str(), options));
+  ReplayInfo info;
+  auto recs = replayAll(replayed, 1, &info);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0][0], "1||small|" + small);
+  EXPECT_EQ(recs[1][0], "1||large|" + large);
 }
 
 // Under async an O_DIRECT write-out starts at the block holding the first byte not yet
