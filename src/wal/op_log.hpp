@@ -30,16 +30,19 @@
 //   thread of its own once the ring is half full (so it drains while the flusher waits
 //   in its periodic fdatasync). A record that does not fit the ring now (larger
 //   than a quarter of it, or the ring full of records not yet written out) is written
-//   to its place in the file directly, under the append lock. With async durability and
-//   direct_io (on a file system that allows O_DIRECT) the write-out bypasses the page
-//   cache, so the log's files do not fill it: whole 4 KiB blocks of the ring go out with
-//   O_DIRECT, from the block that holds the first byte not yet written out (its bytes
-//   before that are written again as they were, so a torn write cannot lose them; the
-//   ring keeps them until then, and keeps whole a record the file holds only part of),
-//   and a flush or cut writes the last block's part through
-//   the page cache; the background write-out of a half-full ring writes whole blocks
-//   only. Blocks that hold a record written directly go through the page cache. The
-//   ring itself is never synced: the files are. Replay reads each record from its file, and from the ring
+//   to its place in the file directly, under the append lock. With direct_io (on a
+//   file system that allows O_DIRECT; async or sync) the write-out bypasses the page
+//   cache, so the log's files do not fill it and a flush copies nothing: whole 4 KiB
+//   blocks of the ring go out with O_DIRECT, from the block that holds the first byte
+//   not yet written out (its bytes before that are written again as they were, so a torn
+//   write cannot lose them; the ring keeps them until then, and keeps whole a record the
+//   file holds only part of). A flush or cut writes the last block whole too, with what
+//   the ring holds past the records (later records, maybe half copied, or an earlier
+//   lap's bytes: replay refuses both, by offset and sums, and the next write-out writes
+//   the block again); a record written directly that would start in that block waits
+//   until that write is done. The background write-out of a half-full ring writes whole
+//   blocks only. Blocks that hold a record written directly go through the page cache.
+//   The ring itself is never synced: the files are. Replay reads each record from its file, and from the ring
 //   where the file does not hold it whole; the ring's size is its file's, so a log left
 //   by a session with another log_size is still read right. The ring is created by the
 //   first reservation of a session (one that only reads writes nothing).
@@ -55,7 +58,8 @@
 //   file zero-filled and synced a few MiB ahead of the appends: a flush then writes
 //   into initialized blocks, and its fdatasync does not also convert freshly allocated
 //   (unwritten) extents, a metadata write of its own.
-//   The zeros go only past the last appended record, under the append lock; a failed
+//   The zeros go only past the last appended record, under the append lock (with
+//   O_DIRECT write-outs: whole blocks with O_DIRECT, from the block after the records'); a failed
 //   zero write only stops the zero-filling, a failed sync of it fails the log, and a
 //   flush whose own syncs succeeded while it ran reports that failure too (the error is
 //   reported once, and the zero-fill's sync may have taken it from the flush's pages).
