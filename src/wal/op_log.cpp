@@ -386,6 +386,12 @@ void OpLog::shrunk() {
   setLimit();
 }
 
+void OpLog::waitForZeros(uint64_t below) const {
+  while (zeroBusy_.load(std::memory_order_acquire) != 0 && zeroFrom_.load(std::memory_order_relaxed) < below) {
+    futexWait(zeroBusy_, 1);
+  }
+}
+
 void OpLog::covered(uint64_t lsn) {
   advanceDurable(lsn);
   // The file before the cut now holds only what the checkpoint holds: cut it back,
@@ -398,6 +404,7 @@ void OpLog::covered(uint64_t lsn) {
     if (fd < 0) return;
     path = segs_[1 - cur_].path;
   }
+  waitForZeros(~0ull);  // a chunk of zeros begun before the cut may still be going to it
   if (io().ftruncate(fd, path, keep_) != 0) return;  // the current file keeps less room
   std::lock_guard g(appendMutex_);
   shrunk();
@@ -475,6 +482,7 @@ Status OpLog::writeOut(Segment& seg, uint64_t upTo, const std::vector<Direct>& d
     }
     return 0;
   };
+  waitForZeros(roundUp(upTo, kBlock));
   uint64_t at = seg.written;
   uint64_t done = upTo;
   int err = 0;
@@ -644,6 +652,7 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
       if (end_ < tailBlockEnd_) {
         while (tailBusy_.load(std::memory_order_acquire) != 0) futexWait(tailBusy_, 1);
       }
+      waitForZeros(end_ + size);
       err = pwriteAll(seg->fd, seg->path, record, size, end_);
       if (err == 0) {
         direct_.push_back({end_, size});
@@ -867,35 +876,48 @@ void OpLog::preparerLoop() {
 }
 
 void OpLog::prepareAhead() {
-  // Zeros go only where no record is (at or past end_, under the append lock, which
-  // places records), a chunk at a time so that appends wait for one chunk at most. A
-  // record appended there later is written out over them, in order.
+  // Zeros go only where no record is: past end_, as the append lock shows it, in a
+  // chunk at a time. The write itself runs outside the lock (with O_DIRECT it waits for
+  // the device, and every append would wait with it); meanwhile a write to the file
+  // that would reach the chunk (a write-out, a record written directly, the cut back
+  // of a covered file) waits for it (zeroBusy_). A record appended there later is
+  // written out over them, in order.
   // With O_DIRECT write-outs the zeros go in whole blocks with O_DIRECT too, from the
   // block after the one the records end in (a flush writes that one whole): a zero page
   // in the page cache over a block a direct write-out then writes would cost a
   // write-back and an invalidation, and could be written back over it.
   alignas(kBlock) static const uint8_t zeros[kPrepareChunk] = {};
-  const Segment* seg = nullptr;
+  Segment* seg = nullptr;
   for (;;) {
-    std::lock_guard g(appendMutex_);
-    if (failed_.load(std::memory_order_acquire)) return;
-    Segment& cur = segs_[cur_];
-    if (seg != nullptr && seg != &cur) break;  // a cut: sync what was zeroed, then go on
-    const bool direct = cur.directFd >= 0;
-    uint64_t from = std::max(cur.zeroed, end_);
-    uint64_t to = std::min({cur.capacity, end_ + kPrepareAhead, from + kPrepareChunk});
-    if (direct) {
-      from = roundUp(from, kBlock);
-      to = to / kBlock * kBlock;
+    Segment* cur;
+    uint64_t from;
+    uint64_t to;
+    {
+      std::lock_guard g(appendMutex_);
+      if (failed_.load(std::memory_order_acquire)) return;
+      cur = &segs_[cur_];
+      if (seg != nullptr && seg != cur) break;  // a cut: sync what was zeroed, then go on
+      from = std::max(cur->zeroed, end_);
+      to = std::min({cur->capacity, end_ + kPrepareAhead, from + kPrepareChunk});
+      if (cur->directFd >= 0) {
+        from = roundUp(from, kBlock);
+        to = to / kBlock * kBlock;
+      }
+      if (from >= to) break;
+      zeroFrom_.store(from, std::memory_order_relaxed);
+      zeroBusy_.store(1, std::memory_order_relaxed);  // released by the append lock
     }
-    if (from >= to) break;
-    if (pwriteAll(direct ? cur.directFd : cur.fd, cur.path, zeros, to - from, from) != 0) {
+    const int err = pwriteAll(cur->directFd >= 0 ? cur->directFd : cur->fd, cur->path, zeros, to - from, from);
+    zeroBusy_.store(0, std::memory_order_release);
+    futexWake(zeroBusy_);
+    std::lock_guard g(appendMutex_);
+    if (err != 0) {
       // Only slower: later syncs initialize the space themselves. Stop until the next ask.
-      cur.zeroed = cur.capacity;
+      cur->zeroed = cur->capacity;
       break;
     }
-    cur.zeroed = to;
-    seg = &cur;
+    cur->zeroed = std::max(cur->zeroed, to);
+    seg = cur;
   }
   if (seg == nullptr || failed_.load(std::memory_order_acquire)) return;
   // A failed sync may have dropped records written out beside the zeros, and the next

@@ -58,8 +58,10 @@
 //   file zero-filled and synced a few MiB ahead of the appends: a flush then writes
 //   into initialized blocks, and its fdatasync does not also convert freshly allocated
 //   (unwritten) extents, a metadata write of its own.
-//   The zeros go only past the last appended record, under the append lock (with
-//   O_DIRECT write-outs: whole blocks with O_DIRECT, from the block after the records'); a failed
+//   The zeros go only past the last appended record, placed under the append lock and
+//   written outside it, a chunk at a time (with O_DIRECT write-outs: whole blocks with
+//   O_DIRECT, from the block after the records'); a write to the file that would reach
+//   a chunk in flight waits for it. A failed
 //   zero write only stops the zero-filling, a failed sync of it fails the log, and a
 //   flush whose own syncs succeeded while it ran reports that failure too (the error is
 //   reported once, and the zero-fill's sync may have taken it from the flush's pages).
@@ -244,6 +246,8 @@ class OpLog {
   // commit_delay_us, ended early by a waiter whose thread has nothing else to run.
   void gatherCommits();
   void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
+  // Returns once no chunk of zeros that starts below this file offset is being written.
+  void waitForZeros(uint64_t below) const;
   // After a flush's own syncs succeeded: waits until no sync of the preparer is running,
   // then returns the log's failure (OK if none).
   Status preparerSyncOutcome();
@@ -294,6 +298,10 @@ class OpLog {
   std::atomic<uint32_t> tailBusy_{0};
   std::atomic<bool> writeOutWanted_{false};  // async: the writer is asked to write out
   std::atomic<bool> prepareWanted_{false};   // sync: the preparer is asked to zero-fill ahead
+  // The preparer's chunk of zeros in flight (written outside appendMutex_): where it
+  // starts, and 1 while it is written (a futex word; set under appendMutex_).
+  std::atomic<uint64_t> zeroFrom_{0};
+  std::atomic<uint32_t> zeroBusy_{0};
 
   alignas(64) std::atomic<uint64_t> durable_{0};      // LSN up to which the log is on stable storage
   std::atomic<bool> flushing_{false};     // a thread is in fdatasync for everyone
