@@ -892,6 +892,7 @@ void OpLog::prepareAhead() {
     Segment* cur;
     uint64_t from;
     uint64_t to;
+    int fd;
     {
       std::lock_guard g(appendMutex_);
       if (failed_.load(std::memory_order_acquire)) return;
@@ -904,10 +905,11 @@ void OpLog::prepareAhead() {
         to = to / kBlock * kBlock;
       }
       if (from >= to) break;
+      fd = cur->directFd >= 0 ? cur->directFd : cur->fd;
       zeroFrom_.store(from, std::memory_order_relaxed);
       zeroBusy_.store(1, std::memory_order_relaxed);  // released by the append lock
     }
-    const int err = pwriteAll(cur->directFd >= 0 ? cur->directFd : cur->fd, cur->path, zeros, to - from, from);
+    const int err = pwriteAll(fd, cur->path, zeros, to - from, from);
     zeroBusy_.store(0, std::memory_order_release);
     futexWake(zeroBusy_);
     std::lock_guard g(appendMutex_);
