@@ -105,8 +105,8 @@ const char* vms_last_error(void);
  *   log_zero_fill=BOOL  with sync, a background thread zero-fills and syncs the log
  *                    ahead of the appends, so commits write into initialized blocks
  *                    (default true)
- *   direct_io=BOOL   O_DIRECT for the data file where allowed, and for the log
- *                    under durability=async (default true)
+ *   direct_io=BOOL   O_DIRECT for the data file and the log where allowed
+ *                    (default true)
  *   io=uring|sync    how a miss inside a task (vms_tasks_*, vms_get_many) is read:
  *                    uring queues it on the thread's io_uring ring and runs other
  *                    tasks meanwhile; sync blocks the thread (default uring)

@@ -117,9 +117,9 @@ struct Options {
   // pass of each session. Config log_zero_fill=true|false. Default true.
   bool log_zero_fill = true;
   // Read and write the data file with O_DIRECT (bypassing the page cache) where the file
-  // system allows it, and with async durability write the log out with it too (whole
-  // blocks; the log's files then stay out of the page cache); false: everything through
-  // the page cache. Default true.
+  // system allows it, and write the log out with it too (sync or async; whole blocks,
+  // so the log's files stay out of the page cache and a flush copies nothing); false:
+  // everything through the page cache. Default true.
   bool direct_io = true;
   // How misses inside tasks are read; config io=uring|sync. Default uring.
   IoMode io = IoMode::kUring;
