@@ -407,7 +407,9 @@ TEST(BenchDurability, VmstoreTransactionsOnOrOffWhateverTheDurability) {
     EXPECT_EQ(v, "4");
     s.reset();
     const EngineStats stats = engine->stats();
-    if (d == Durability::kNone) EXPECT_EQ(stats.logBytes, 0u) << "a transaction without the log logged";
+    if (d == Durability::kNone) {
+      EXPECT_EQ(stats.logBytes, 0u) << "a transaction without the log logged";
+    }
     engine->close();
     std::filesystem::remove_all(config.dir);
   }
