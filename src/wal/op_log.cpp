@@ -913,13 +913,17 @@ void OpLog::prepareAhead() {
     zeroBusy_.store(0, std::memory_order_release);
     futexWake(zeroBusy_);
     std::lock_guard g(appendMutex_);
+    // A cut meanwhile made cur the file before it, which covered() may cut back (and
+    // shrunk() count as zeroed no further): what was zeroed in it is no longer recorded.
+    const bool stillCurrent = cur == &segs_[cur_];
     if (err != 0) {
       // Only slower: later syncs initialize the space themselves. Stop until the next ask.
-      cur->zeroed = cur->capacity;
+      if (stillCurrent) cur->zeroed = cur->capacity;
       break;
     }
-    cur->zeroed = std::max(cur->zeroed, to);
     seg = cur;
+    if (!stillCurrent) break;  // sync what was zeroed, then look again
+    cur->zeroed = to;
   }
   if (seg == nullptr || failed_.load(std::memory_order_acquire)) return;
   // A failed sync may have dropped records written out beside the zeros, and the next
