@@ -57,6 +57,16 @@ void fromRing(const uint8_t* ring, uint64_t ringBytes, uint64_t at, uint8_t* to,
   if (first < n) std::memcpy(to + first, ring, n - first);
 }
 
+// A busy word (a futex): 0 idle, 1 busy, 2 busy with a waiter. endBusy wakes only when
+// a waiter marked it, so a write nobody waits for costs no system call.
+void awaitBusyOnce(std::atomic<uint32_t>& busy) {
+  uint32_t s = 1;
+  if (busy.compare_exchange_strong(s, 2, std::memory_order_acq_rel) || s == 2) futexWait(busy, 2);
+}
+void endBusy(std::atomic<uint32_t>& busy) {
+  if (busy.exchange(0, std::memory_order_acq_rel) == 2) futexWake(busy);
+}
+
 uint64_t newSalt() {
   std::random_device rd;
   uint64_t s = (uint64_t{rd()} << 32) ^ rd() ^
@@ -386,9 +396,9 @@ void OpLog::shrunk() {
   setLimit();
 }
 
-void OpLog::waitForZeros(uint64_t below) const {
+void OpLog::waitForZeros(uint64_t below) {
   while (zeroBusy_.load(std::memory_order_acquire) != 0 && zeroFrom_.load(std::memory_order_relaxed) < below) {
-    futexWait(zeroBusy_, 1);
+    awaitBusyOnce(zeroBusy_);
   }
 }
 
@@ -549,10 +559,7 @@ Status OpLog::writeOutTo(uint64_t lsn, bool wholeBlocks) {
   }
   // Everything of earlier intervals was written out by their cut.
   Status st = writeOut(*seg, end, direct, directEnd, wholeBlocks);
-  if (!wholeBlocks) {
-    tailBusy_.store(0, std::memory_order_release);
-    futexWake(tailBusy_);
-  }
+  if (!wholeBlocks) endBusy(tailBusy_);
   if (!st.ok()) return st;
   const uint64_t writtenLsn = endLsn - (end - std::min(end, seg->written));
   uint64_t was = writtenLsn_.load(std::memory_order_relaxed);
@@ -650,7 +657,7 @@ uint64_t OpLog::append(std::span<const LogOp> ops, size_t size) {
       // once no write-out is writing the block it starts in whole (a rare wait, under
       // the append lock: the write-out does not take it before it is done).
       if (end_ < tailBlockEnd_) {
-        while (tailBusy_.load(std::memory_order_acquire) != 0) futexWait(tailBusy_, 1);
+        while (tailBusy_.load(std::memory_order_acquire) != 0) awaitBusyOnce(tailBusy_);
       }
       waitForZeros(end_ + size);
       err = pwriteAll(seg->fd, seg->path, record, size, end_);
@@ -910,8 +917,7 @@ void OpLog::prepareAhead() {
       zeroBusy_.store(1, std::memory_order_relaxed);  // released by the append lock
     }
     const int err = pwriteAll(fd, cur->path, zeros, to - from, from);
-    zeroBusy_.store(0, std::memory_order_release);
-    futexWake(zeroBusy_);
+    endBusy(zeroBusy_);
     std::lock_guard g(appendMutex_);
     // A cut meanwhile made cur the file before it, which covered() may cut back (and
     // shrunk() count as zeroed no further): what was zeroed in it is no longer recorded.

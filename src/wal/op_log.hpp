@@ -247,7 +247,7 @@ class OpLog {
   void gatherCommits();
   void prepareAhead();  // sync: zero-fills the current file ahead of the appends, syncs it
   // Returns once no chunk of zeros that starts below this file offset is being written.
-  void waitForZeros(uint64_t below) const;
+  void waitForZeros(uint64_t below);
   // After a flush's own syncs succeeded: waits until no sync of the preparer is running,
   // then returns the log's failure (OK if none).
   Status preparerSyncOutcome();
@@ -292,14 +292,15 @@ class OpLog {
   std::atomic<uint64_t> writtenOff_{0};  // ringFreeBefore(the current file), for appends
   // A write-out's last block (a flush writes it whole with O_DIRECT): where it ends
   // (set under appendMutex_ when the write-out takes its snapshot), and 1 while the
-  // write-out runs. A record written to the file directly that starts before
-  // tailBlockEnd_ waits for 0 (a futex word).
+  // write-out runs (2: with a waiter; a futex word). A record written to the file
+  // directly that starts before tailBlockEnd_ waits for 0.
   uint64_t tailBlockEnd_ = 0;
   std::atomic<uint32_t> tailBusy_{0};
   std::atomic<bool> writeOutWanted_{false};  // async: the writer is asked to write out
   std::atomic<bool> prepareWanted_{false};   // sync: the preparer is asked to zero-fill ahead
   // The preparer's chunk of zeros in flight (written outside appendMutex_): where it
-  // starts, and 1 while it is written (a futex word; set under appendMutex_).
+  // starts, and 1 while it is written (2: with a waiter; a futex word; set under
+  // appendMutex_).
   std::atomic<uint64_t> zeroFrom_{0};
   std::atomic<uint32_t> zeroBusy_{0};
 
