@@ -23,6 +23,7 @@
 #include "os/io.hpp"
 #include "os/memory.hpp"
 #include "os/numa.hpp"
+#include "os/thread_name.hpp"
 #include "policy/registry.hpp"
 #include "task/cooperative.hpp"
 #include "wal/value_patch.hpp"
@@ -221,6 +222,7 @@ Status DatabaseImpl::open(const std::string& dir, const Options& options, std::u
   if (options.page_provider) db->bm_->startProvider();
   DatabaseImpl* self = db.get();
   db->checkpointer_ = std::thread([self] { self->checkpointerLoop(); });
+  nameThread(db->checkpointer_, "vms-checkpoint");
   *out = std::move(db);
   return Status::OK();
 }

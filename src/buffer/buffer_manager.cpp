@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include "os/thread_name.hpp"
 #include "task/cooperative.hpp"
 
 namespace vmstore::internal {
@@ -56,6 +57,7 @@ void BufferManager::startProvider() {
   providerStop_ = false;
   providerGoal_.store(providerTarget(), std::memory_order_relaxed);
   provider_ = std::thread([this] { providerLoop(); });
+  nameThread(provider_, "vms-provider");
   providerOn_.store(true, std::memory_order_release);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "os/thread_name.hpp"
 #include "task/scheduler.hpp"
 
 namespace vmstore::internal::task {
@@ -15,7 +16,10 @@ bool WorkerPool::insideOwnTask() const { return tlsPool == this && Scheduler::cu
 
 WorkerPool::WorkerPool(unsigned threads, unsigned inflight) : inflight_(std::max(1u, inflight)) {
   try {
-    for (unsigned i = 0; i < threads; i++) threads_.emplace_back([this] { workerLoop(); });
+    for (unsigned i = 0; i < threads; i++) {
+      threads_.emplace_back([this] { workerLoop(); });
+      nameThread(threads_.back(), "vms-task");
+    }
   } catch (...) {
     {
       std::lock_guard g(mutex_);

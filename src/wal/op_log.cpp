@@ -15,6 +15,7 @@
 #include "task/cooperative.hpp"
 #include "task/scheduler.hpp"
 #include "os/io.hpp"
+#include "os/thread_name.hpp"
 #include "sync/futex.hpp"
 
 namespace vmstore::internal {
@@ -346,11 +347,17 @@ Status OpLog::startWriting(uint32_t epoch) {
   writing_ = true;
   if (options_.durability == Durability::kAsync) {
     flusher_ = std::thread([this] { flusherLoop(); });
+    nameThread(flusher_, "vms-log-flush");
     writer_ = std::thread([this] { writerLoop(); });
+    nameThread(writer_, "vms-log-write");
   } else if (zeroFill_) {
     flusher_ = std::thread([this] { preparerLoop(); });
+    nameThread(flusher_, "vms-log-prepare");
   }
-  if (options_.durability == Durability::kSync) committer_ = std::thread([this] { committerLoop(); });
+  if (options_.durability == Durability::kSync) {
+    committer_ = std::thread([this] { committerLoop(); });
+    nameThread(committer_, "vms-log-commit");
+  }
   return Status::OK();
 }
 
