@@ -19,13 +19,16 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "bench_dir.hpp"
 #include "os/memory.hpp"
+#include "os/thread_name.hpp"
 #include "task/cooperative.hpp"
+#include "thread_cpu.hpp"
 #include "vmstore/tasks.hpp"
 
 namespace vmstore::bench {
@@ -357,7 +360,10 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
     for (unsigned t = 0; t < nworkers; ++t) pool->submit([&worker, t] { worker(t); });
   } else {
     workers.reserve(opts.threads);
-    for (unsigned t = 0; t < opts.threads; ++t) workers.emplace_back([&worker, t] { worker(t); });
+    for (unsigned t = 0; t < opts.threads; ++t) {
+      workers.emplace_back([&worker, t] { worker(t); });
+      internal::nameThread(workers.back(), "bench-worker");
+    }
   }
   while (ready.load() < nworkers) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
@@ -387,13 +393,18 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
   uint64_t txAtMeasure = 0;
   auto measureStart = start;
   EngineStats atMeasure = atStart;
+  CpuSample cpuAtMeasure = sampleCpu();
+  std::optional<CpuSample> cpuAtEnd;  // taken before the workers stop (and their threads end)
   for (uint64_t sec = 1; !stop.load(); ++sec) {
     auto next = start + std::chrono::seconds(sec);
     if (next > end) next = end;
     while (Clock::now() < next && !stop.load()) {
       std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(50)));
     }
-    if (next == end) stop.store(true);
+    if (next == end) {
+      cpuAtEnd = sampleCpu();
+      stop.store(true);
+    }
     const auto now = Clock::now();
     const uint64_t tx = sumTx();
     const EngineStats st = engine->stats();
@@ -415,9 +426,11 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
       txAtMeasure = tx;
       measureStart = now;
       atMeasure = st;
+      cpuAtMeasure = sampleCpu();
     }
   }
   result.measuredSeconds = secondsSince(measureStart);
+  const CpuUse cpu = cpuBetween(cpuAtMeasure, cpuAtEnd ? *cpuAtEnd : sampleCpu());
   for (std::thread& w : workers) w.join();
   if (pool) pool->wait();
   result.totalTx = sumTx() - txAtMeasure;
@@ -488,7 +501,9 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        // nothing was evicted: the count then has nothing to do with eviction).
        << ",\"tlb_shootdowns\":" << shootdowns
        << ",\"tlb_shootdowns_per_eviction\":"
-       << (evicted == 0 ? std::string("null") : fixed(static_cast<double>(shootdowns) / evicted, 6));
+       << (evicted == 0 ? std::string("null") : fixed(static_cast<double>(shootdowns) / evicted, 6))
+       // The measured phase's CPU per thread name and the machine's idle time.
+       << ",\"cpu\":" << cpuJson(cpu);
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
   }

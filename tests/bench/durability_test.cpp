@@ -191,6 +191,11 @@ TEST_P(DurableYcsb, ModeReachesTheEngine) {
       EXPECT_GT(logSyncs, 0u) << result.json;
       break;
   }
+  // Where the CPU went: the bench's workers by name, and vmstore's log threads.
+  EXPECT_NE(result.json.find("\"bench-worker\":{\"user_s\":"), std::string::npos) << result.json;
+  if (c.engine == "vmstore" && c.durability == Durability::kSync) {
+    EXPECT_NE(result.json.find("\"vms-log-commit\":{"), std::string::npos) << result.json;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, DurableYcsb, testing::ValuesIn(ycsbCases()), caseName);
