@@ -512,6 +512,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
          << ",\"tpcc_locks\":" << jsonString(opts.tpccLocks ? "on" : "off")
          << ",\"tpcc_get_many\":" << jsonString(opts.tpccGetMany ? "on" : "off");
   }
+  json << workload->jsonFields();
   if (opts.transactions) json << ",\"transactions\":" << jsonString(*opts.transactions ? "on" : "off");
   if (opts.check) json << ",\"check\":" << (result.ok ? "\"ok\"" : "\"failed\"");
   json << "}";

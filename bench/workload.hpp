@@ -59,6 +59,10 @@ struct RunOptions {
   // each other, as one Session::getMany; false (--tpcc-get-many=off): one get each, as
   // the original vmcache code reads them.
   bool tpccGetMany = true;
+  // tpcc: the seed of the workload's random choices (its NURand constants, the rows each
+  // worker picks), so that a run can be repeated; 0 (no --tpcc-seed): a random one, which
+  // the JSON line reports as tpcc_seed either way.
+  uint64_t tpccSeed = 0;
   // Workers of the measured phase (their tid is 0 .. workers()-1).
   unsigned workers() const { return threads * (inflight > 0 ? inflight : 1); }
 };
@@ -88,6 +92,8 @@ class Workload {
     (void)opts;
     return {};
   }
+  // Fields of its own for the JSON line, each as ,"name":value (empty: none). After load.
+  virtual std::string jsonFields() const { return {}; }
 };
 
 // Fields of a micro-benchmark's JSON line, in order (values already JSON-encoded).

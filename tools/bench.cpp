@@ -29,7 +29,7 @@ void printBenchHelp() {
       "                     [--distribution=zipfian|uniform] [--durability=sync|async|none]\n"
       "                     [--inflight=N] [--io=uring|sync] [--batch=N] [--scan-length=N]\n"
       "                     [--tpcc-warehouse=home|random] [--tpcc-locks=on|off]\n"
-      "                     [--tpcc-get-many=on|off] [--transactions=on|off]\n"
+      "                     [--tpcc-get-many=on|off] [--tpcc-seed=N] [--transactions=on|off]\n"
       "                     [--warmup=S] [--trace=FILE]\n"
       "                     [--vmstore-config=KEY=VALUE,...]\n"
       "       vmstore bench suite [--seconds=S] [--out=DIR] [--threads=N] [--engines=E,...]\n"
@@ -76,6 +76,8 @@ void printBenchHelp() {
       "the original vmcache code runs it (for comparing with it; not with --check).\n"
       "--tpcc-get-many=off (tpcc): new-order's item reads and stock-level's stock reads\n"
       "one get each, as the original vmcache code reads them; default on: one getMany.\n"
+      "--tpcc-seed=N (tpcc): the seed of its random choices (NURand constants, rows), to\n"
+      "repeat a run; default a random one, given as tpcc_seed in the JSON line.\n"
       "--transactions=on|off (vmstore): whether a workload's transactions run as\n"
       "vmstore::Transaction (default: unless --durability=none); with none and on, what\n"
       "transactions cost without the log.\n"
@@ -168,6 +170,7 @@ int cmdBench(int argc, char** argv) {
              {"tpcc-warehouse", true},
              {"tpcc-locks", true},
              {"tpcc-get-many", true},
+             {"tpcc-seed", true},
              {"transactions", true},
              {"warmup", true},
              {"trace", true},
@@ -223,6 +226,10 @@ int cmdBench(int argc, char** argv) {
   };
   opts.tpccLocks = tpccSwitch("tpcc-locks");
   opts.tpccGetMany = tpccSwitch("tpcc-get-many");
+  if (args.has("tpcc-seed")) {
+    if (opts.workload != "tpcc") throw UsageError("--tpcc-seed is for tpcc");
+    opts.tpccSeed = args.count("tpcc-seed", 0, 1);
+  }
   if (!opts.tpccLocks && opts.check) {
     throw UsageError("--check with --tpcc-locks=off: without the lock table concurrent transactions may break "
                      "TPC-C's consistency conditions (drop --check, or use --tpcc-locks=on)");

@@ -36,9 +36,12 @@ void LockSet::release() {
 
 TpccWorkload::TpccWorkload() : seed_(std::random_device{}()) {
   seed_ = (seed_ << 32) ^ std::random_device{}();
+  if (seed_ == 0) seed_ = 1;  // 0 means "none given"
   Rng rng(seed_);
   shared_.c = NURandConstants::choose(rng);
 }
+
+std::string TpccWorkload::jsonFields() const { return ",\"tpcc_seed\":" + std::to_string(seed_); }
 
 std::vector<std::string> TpccWorkload::tables() const {
   return std::vector<std::string>(std::begin(kTableNames), std::end(kTableNames));
@@ -50,8 +53,14 @@ uint32_t TpccWorkload::warehousesOf(const RunOptions& opts) const {
   return static_cast<uint32_t>(w);
 }
 
-void TpccWorkload::prepare(uint32_t warehouses) {
+void TpccWorkload::prepare(const RunOptions& opts) {
+  const uint32_t warehouses = warehousesOf(opts);
   std::call_once(prepared_, [&] {
+    if (opts.tpccSeed != 0) {
+      seed_ = opts.tpccSeed;
+      Rng rng(seed_);
+      shared_.c = NURandConstants::choose(rng);
+    }
     shared_.warehouses = warehouses;
     shared_.locks = std::make_unique<LockTable>(warehouses);
   });
@@ -62,8 +71,8 @@ void TpccWorkload::prepare(uint32_t warehouses) {
 
 void TpccWorkload::load(Engine& engine, const RunOptions& opts,
                         const std::function<void(uint64_t, uint64_t)>& progress) {
-  const uint32_t W = warehousesOf(opts);
-  prepare(W);
+  prepare(opts);
+  const uint32_t W = shared_.warehouses;
   // Work units: 0 = the item table, 1..W = warehouse w; progress counts the item table
   // as one step and each district as one step.
   const uint64_t total = 1 + uint64_t(W) * kDistrictsPerWarehouse;
@@ -108,7 +117,7 @@ void TpccWorkload::load(Engine& engine, const RunOptions& opts,
 
 void TpccWorkload::run(Session& session, unsigned tid, const RunOptions& opts,
                        const std::atomic<bool>& stop, ThreadCounter& counter) {
-  prepare(warehousesOf(opts));
+  prepare(opts);
   shared_.locks->setEnabled(opts.tpccLocks);
   shared_.getMany = opts.tpccGetMany;
   Worker worker(session, shared_, tid, seed_ ^ (0x2545f4914f6cdd1dULL * (tid + 101)));

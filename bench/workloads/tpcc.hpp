@@ -198,10 +198,13 @@ class TpccWorkload : public Workload {
   void run(Session& session, unsigned tid, const RunOptions& opts,
            const std::atomic<bool>& stop, ThreadCounter& counter) override;
   std::vector<std::string> check(Engine& engine, const RunOptions& opts) override;
+  std::string jsonFields() const override;  // tpcc_seed
 
  private:
   uint32_t warehousesOf(const RunOptions& opts) const;
-  void prepare(uint32_t warehouses);
+  // Once: the warehouse count and, with opts.tpccSeed, the seed and the constants drawn
+  // from it. Every later call must give the same warehouse count.
+  void prepare(const RunOptions& opts);
 
   std::once_flag prepared_;
   Shared shared_;

@@ -58,6 +58,9 @@ TEST(BenchOptions, BadScanLengthAndWarmupAreUsageErrors) {
                                   {{"tpcc", "--tpcc-locks=off", "--check", db}, "--check with --tpcc-locks=off"},
                                   {{"lookup", "--tpcc-get-many=off", db}, "--tpcc-get-many is for tpcc"},
                                   {{"tpcc", "--tpcc-get-many=yes", db}, "--tpcc-get-many=yes: use on or off"},
+                                  {{"lookup", "--tpcc-seed=7", db}, "--tpcc-seed is for tpcc"},
+                                  {{"tpcc", "--tpcc-seed=0", db}, "--tpcc-seed=0: must be at least 1"},
+                                  {{"tpcc", "--tpcc-seed=x", db}, "--tpcc-seed=x: not a count"},
                                   {{"tpcc", "--transactions=maybe", db}, "--transactions=maybe: use on or off"},
                                   {{"tpcc", "--engine=lmdb", "--transactions=on", db}, "--transactions is for --engine=vmstore"},
                                   // A bare option before another is missing its value, not given that one.
