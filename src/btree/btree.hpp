@@ -165,10 +165,14 @@ class BasicBTree {
   // and decide returns a value of the same size, that value is written over it in place
   // under the leaf's exclusive lock, with no slot removed or inserted (the optimistic read
   // is upgraded if the leaf has not changed since, else the leaf is found again), and
-  // updateInPlace returns true. Otherwise it writes nothing, leaves in hint (not null)
+  // updateInPlace returns true. If key is absent and decide returns a value that put
+  // would store inline (key.size() + value size <= BTreeNode::kMaxEntry), it is inserted
+  // into that leaf the same way when the leaf has room (an insert needs no second search),
+  // and updateInPlace returns true. Otherwise it writes nothing, leaves in hint (not null)
   // the leaf it read (as of the read: a put or remove of the key next goes straight to
   // it if it has not changed since), and returns false: decide
-  // returned nullopt, or a value of another size, or the value is out of line; the caller
+  // returned nullopt, or a value of another size, or the value is out of line, or an
+  // insert found no room (a split is due) or found the key present after all; the caller
   // then applies its change with put or remove. decide is called exactly once, unless the
   // read throws before it; what decide throws propagates (nothing written).
   using Decide = std::optional<Bytes> (*)(void* ctx, const Bytes* current);

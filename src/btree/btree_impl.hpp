@@ -616,9 +616,11 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint
   });
   const Bytes current = inlineValue ? Bytes(copy, len) : asBytes(outOfLine);
   const std::optional<Bytes> next = decide(ctx, found ? &current : nullptr);
-  if (!next || !inlineValue || next->size() != len) {
-    // The leaf as read, for the put or remove that usually follows (an insert of an
-    // absent key): unchanged since, it takes the write without a descent.
+  // An absent key whose entry would be inline goes into the leaf read, if it has room.
+  const bool insert = !found && next && key.size() + next->size() <= BTreeNode::kMaxEntry;
+  if (!next || (found && (!inlineValue || next->size() != len)) || (!found && !insert)) {
+    // The leaf as read, for the put or remove that usually follows: unchanged since, it
+    // takes the write without a descent.
     if (hint != nullptr) *hint = LeafHint{leaf.pid(), PageState::versionOf(leaf.version())};
     return false;
   }
@@ -628,14 +630,22 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint
         NodeO parent;
         descend(key, &parent, &leaf, kNoPage);
         pos = leaf->lowerBound(key, &found);
-        if (!found || leaf->outOfLine(pos) || leaf->payloadLen(pos) != len) {
+        if (insert ? found : (!found || leaf->outOfLine(pos) || leaf->payloadLen(pos) != len)) {
           leaf.validate();
           return false;  // changed by someone the caller did not keep out: put instead
         }
       }
       const uint64_t version = leaf.version();
       NodeX node(std::move(leaf));  // Restart if the leaf changed since it was read
-      node->overwritePayload(pos, *next);
+      if (insert) {
+        const unsigned klen = static_cast<unsigned>(key.size());
+        const unsigned plen = static_cast<unsigned>(next->size());
+        // No room: the caller's put splits (the hint is stale by then: it descends).
+        if (!node->makeSpaceFor(klen, plen)) return false;
+        node->insertAt(pos, key, *next, false);
+      } else {
+        node->overwritePayload(pos, *next);
+      }
       if (hint != nullptr) *hint = hintAfterRelease(node.pid(), version);
       return true;
     } catch (const Restart& r) {

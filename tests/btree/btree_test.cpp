@@ -244,10 +244,21 @@ TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(getValue(t, "k7", &found), "value7");
   EXPECT_EQ(layout(), before);
-  EXPECT_FALSE(update("absent", std::string("x")));
+  // An absent key, decide giving nothing: nothing written.
+  EXPECT_FALSE(update("absent", std::nullopt));
   EXPECT_EQ(seen, "<absent>");
   getValue(t, "absent", &found);
   EXPECT_FALSE(found);
+  // An absent key whose value would be out of line: left to put.
+  EXPECT_FALSE(update("absent", big));
+  getValue(t, "absent", &found);
+  EXPECT_FALSE(found);
+  // An absent key with an inline value and room in the leaf: inserted there.
+  EXPECT_TRUE(update("absent", std::string("x")));
+  EXPECT_EQ(seen, "<absent>");
+  EXPECT_EQ(getValue(t, "absent", &found), "x");
+  EXPECT_TRUE(found);
+  before = layout();
   EXPECT_FALSE(update("big", std::string(big.size(), 'C')));
   EXPECT_EQ(seen, big) << "decide did not see the out-of-line value whole";
   EXPECT_EQ(getValue(t, "big", &found), big);
@@ -262,6 +273,48 @@ TEST(BTree, UpdateInPlaceOverwritesOnlyInlineValuesOfTheSameSize) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(getValue(t, "k3", &found), "VALUE3");
   EXPECT_EQ(getValue(t, "k30", &found), "another key in the same leaf");
+  expectSoundAndAccounted(*env.bm, {&t});
+}
+
+// updateInPlace of absent keys inserts them while their leaf has room, and leaves the
+// split to put: the tree ends as a run of puts would leave it.
+TEST(BTree, UpdateInPlaceInsertsAbsentKeysUntilTheLeafIsFull) {
+  BufferEnv env(treePool());
+  BTree t(*env.bm, BTree::create(*env.bm));
+  const std::string value(100, 'v');
+  unsigned inserted = 0, leftToPut = 0;
+  BTree::LeafHint hint;
+  for (int i = 0; i < 2000; i++) {
+    const std::string key = "key" + std::to_string(100000 + i);
+    bool sawAbsent = false;
+    const bool inPlace = t.updateInPlace(
+        asBytes(key),
+        [&](const vmstore::internal::Bytes* current) {
+          sawAbsent = current == nullptr;
+          return std::optional(asBytes(value));
+        },
+        &hint);
+    ASSERT_TRUE(sawAbsent) << key;
+    if (inPlace) {
+      inserted++;
+    } else {
+      leftToPut++;  // a full leaf: put splits it
+      t.put(asBytes(key), asBytes(value), &hint);
+    }
+  }
+  EXPECT_GT(inserted, 1900u);
+  EXPECT_GT(leftToPut, 10u);  // 2,000 entries of 110 bytes take more than 50 leaves
+  bool found;
+  for (int i = 0; i < 2000; i++) {
+    EXPECT_EQ(getValue(t, "key" + std::to_string(100000 + i), &found), value) << i;
+  }
+  // A key present is updated, not inserted twice.
+  const std::string other(100, 'w');
+  EXPECT_TRUE(t.updateInPlace(asBytes("key100005"), [&](const vmstore::internal::Bytes* current) {
+    EXPECT_NE(current, nullptr);
+    return std::optional(asBytes(other));
+  }));
+  EXPECT_EQ(getValue(t, "key100005", &found), other);
   expectSoundAndAccounted(*env.bm, {&t});
 }
 
