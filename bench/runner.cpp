@@ -503,7 +503,7 @@ RunResult runBenchmark(const RunOptions& given, const RunnerIo& io) {
        << ",\"tlb_shootdowns_per_eviction\":"
        << (evicted == 0 ? std::string("null") : fixed(static_cast<double>(shootdowns) / evicted, 6))
        // The measured phase's CPU per thread name and the machine's idle time.
-       << ",\"cpu\":" << cpuJson(cpu);
+       << cpuJson(cpu);
   if (opts.workload.rfind("ycsb", 0) == 0) {
     json << ",\"distribution\":" << jsonString(opts.distribution);
   }

@@ -9,9 +9,9 @@
 //   the last line one JSON object; its log_bytes, log_syncs, checkpoints and
 //   log_full_waits are the engine's log writes, syncs, checkpoints and writes that waited
 //   for log room during the measured phase, its other counters totals since open; its
-//   cpu the measured phase's CPU seconds per thread name and the machine's idle seconds,
-//   bench/thread_cpu.hpp: blocking mode's workers are "bench-worker", task mode's
-//   "vms-task") and to opts.csv when set (the same CSV rows);
+//   cpu_idle_s and cpu.NAME.* fields the measured phase's idle seconds of the machine and
+//   CPU seconds per thread name, bench/thread_cpu.hpp: blocking mode's workers are
+//   "bench-worker", task mode's "vms-task"; the object is flat) and to opts.csv when set (the same CSV rows);
 //   progress and messages go to RunnerIo::log. Either stream may be null (discarded).
 // - Unknown workload or engine names, engines this build lacks, a durability the engine
 //   does not support (hashbm has no log) and bad option values throw

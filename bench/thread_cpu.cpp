@@ -84,15 +84,13 @@ CpuUse cpuBetween(const CpuSample& a, const CpuSample& b) {
 }
 
 std::string cpuJson(const CpuUse& c) {
-  std::string j = "{\"idle_s\":" + twoDecimals(c.idle) + ",\"threads\":{";
-  bool first = true;
+  std::string j = ",\"cpu_idle_s\":" + twoDecimals(c.idle);
   for (const auto& [name, g] : c.byName) {
-    if (!first) j += ',';
-    first = false;
-    j += jsonString(name) + ":{\"user_s\":" + twoDecimals(g.user) + ",\"sys_s\":" + twoDecimals(g.sys) +
-         ",\"count\":" + std::to_string(g.count) + "}";
+    j += "," + jsonString("cpu." + name + ".user_s") + ":" + twoDecimals(g.user) + "," +
+         jsonString("cpu." + name + ".sys_s") + ":" + twoDecimals(g.sys) + "," + jsonString("cpu." + name + ".threads") +
+         ":" + std::to_string(g.count);
   }
-  return j + "}}";
+  return j;
 }
 
 }  // namespace vmstore::bench

@@ -12,8 +12,9 @@
 // - cpuBetween(a, b) is, per thread name, the user and system seconds of the threads
 //   live at b since a (a thread started after a counts from zero; one that ended before
 //   b is not counted), and the machine's idle seconds between them, all CPUs together.
-// - cpuJson(c) writes it as a JSON object {"idle_s":..,"threads":{"NAME":{"user_s":..,
-//   "sys_s":..,"count":N},..}}, names in order, times to two decimals.
+// - cpuJson(c) writes it as fields of a flat JSON object (the runner's line stays
+//   flat): ,"cpu_idle_s":S then for each name, in order, ,"cpu.NAME.user_s":S,
+//   "cpu.NAME.sys_s":S,"cpu.NAME.threads":N; times to two decimals.
 #pragma once
 
 #include <cstdint>

@@ -192,9 +192,9 @@ TEST_P(DurableYcsb, ModeReachesTheEngine) {
       break;
   }
   // Where the CPU went: the bench's workers by name, and vmstore's log threads.
-  EXPECT_NE(result.json.find("\"bench-worker\":{\"user_s\":"), std::string::npos) << result.json;
+  EXPECT_NE(result.json.find("\"cpu.bench-worker.threads\":2"), std::string::npos) << result.json;
   if (c.engine == "vmstore" && c.durability == Durability::kSync) {
-    EXPECT_NE(result.json.find("\"vms-log-commit\":{"), std::string::npos) << result.json;
+    EXPECT_NE(result.json.find("\"cpu.vms-log-commit.sys_s\":"), std::string::npos) << result.json;
   }
 }
 
