@@ -1180,7 +1180,7 @@ Status DatabaseImpl::putReserve(TreeImpl* t, std::string_view key, size_t len,
                         std::to_string(kMaxValueSize));
   }
   if (!st.ok()) return st;
-  if (key.size() + len <= BTreeNode::kMaxEntry) {
+  if (BTreeNode::storedInline(key.size(), len)) {
     // Stored in the leaf: filled aside (a small copy), then put.
     std::string v(len, '\0');
     st = fill(std::as_writable_bytes(std::span<char>(v)));

@@ -566,8 +566,7 @@ bool BasicBTree<BM>::leafFromHint(Bytes key, const LeafHint& hint, NodeO* leaf) 
 
 template <class BM>
 void BasicBTree<BM>::put(Bytes key, Bytes value, LeafHint* hint) {
-  bool outOfLine = key.size() + value.size() > BTreeNode::kMaxEntry;
-  if (!outOfLine) {
+  if (BTreeNode::storedInline(key.size(), value.size())) {
     ValueRef old = insertEntry(key, value, false, hint);
     if (old.pid != kNoPage) freeValuePage(old);
     return;
@@ -616,9 +615,11 @@ bool BasicBTree<BM>::updateInPlace(Bytes key, Decide decide, void* ctx, LeafHint
   });
   const Bytes current = inlineValue ? Bytes(copy, len) : asBytes(outOfLine);
   const std::optional<Bytes> next = decide(ctx, found ? &current : nullptr);
-  // An absent key whose entry would be inline goes into the leaf read, if it has room.
-  const bool insert = !found && next && key.size() + next->size() <= BTreeNode::kMaxEntry;
-  if (!next || (found && (!inlineValue || next->size() != len)) || (!found && !insert)) {
+  // An inline value of the same size is written over; an absent key whose value would be
+  // inline goes into the leaf read, if it has room.
+  const bool overwrite = next && inlineValue && next->size() == len;
+  const bool insert = next && !found && BTreeNode::storedInline(key.size(), next->size());
+  if (!overwrite && !insert) {
     // The leaf as read, for the put or remove that usually follows: unchanged since, it
     // takes the write without a descent.
     if (hint != nullptr) *hint = LeafHint{leaf.pid(), PageState::versionOf(leaf.version())};

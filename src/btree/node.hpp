@@ -19,6 +19,7 @@
 // Mutating methods require the exclusive lock.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -85,6 +86,9 @@ struct BTreeNode {
   // Largest key+payload stored in one slot. With two fences of up to kMaxKeySize, a node
   // always has room for one such entry, which is what makes every split terminate.
   static constexpr unsigned kMaxEntry = 1536;
+  // Whether a value of valueLen bytes under a key of keyLen is stored in its leaf (else
+  // in a page of its own, the leaf holding a reference).
+  static constexpr bool storedInline(size_t keyLen, size_t valueLen) { return keyLen + valueLen <= kMaxEntry; }
   // A node whose entries (not counting its fences) take at most this many bytes is
   // merged with a sibling when the two fit in one page.
   static constexpr unsigned kUnderfullBytes = kPageSize / 4;
